@@ -1,0 +1,96 @@
+"""Atomic writes: a stage's output appears complete or not at all.
+
+Outputs are written to a temporary sibling and renamed into place, so a stage killed midway
+leaves no output that looks finished; a rerun removes the leftover temporary and starts again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+TMP_MARK = ".tmp-"
+
+
+def _clear_stale(final: Path) -> None:
+    for stale in final.parent.glob(f"{final.name}{TMP_MARK}*"):
+        shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_dir(final: Path | str) -> Iterator[Path]:
+    """Yield a fresh temporary directory that replaces ``final`` when the block succeeds.
+
+    >>> import tempfile, pathlib
+    >>> base = pathlib.Path(tempfile.mkdtemp())
+    >>> with atomic_dir(base / "out") as tmp:
+    ...     _ = (tmp / "a.txt").write_text("done")
+    >>> (base / "out" / "a.txt").read_text()
+    'done'
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _clear_stale(final)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}{TMP_MARK}", dir=final.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if final.exists():
+        trash = final.with_name(f"{final.name}{TMP_MARK}old")
+        os.replace(final, trash)
+        os.replace(tmp, final)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
+
+
+@contextlib.contextmanager
+def atomic_file(final: Path | str, mode: str = "w") -> Iterator[Any]:
+    """Open a temporary sibling of ``final`` for writing; rename it over ``final`` on success."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _clear_stale(final)
+    fd, tmp_name = tempfile.mkstemp(prefix=f"{final.name}{TMP_MARK}", dir=final.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path | str, obj: Any) -> None:
+    with atomic_file(path) as fh:
+        json.dump(obj, fh, indent=2, sort_keys=False)
+        fh.write("\n")
+
+
+def write_jsonl(path: Path | str, rows: Iterable[dict[str, Any]]) -> None:
+    with atomic_file(path) as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
+    """Read a JSONL file; a bad line raises ValueError naming the file and line number."""
+    path = Path(path)
+    rows = []
+    with path.open() as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not valid JSON: {exc.msg}") from None
+    return rows

@@ -1,0 +1,84 @@
+"""Every path a stage touches, derived from the experiment name in one place.
+
+Functions accept wildcard strings too (``data_dir("{exp}")``), so Snakemake rules use the same
+declarations as the stages.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def root() -> Path:
+    """The project root: ``$VLRL_ROOT`` or the current directory (where the Snakefile lives)."""
+    return Path(os.environ.get("VLRL_ROOT", ".")).resolve()
+
+
+def _rel(*parts: str) -> Path:
+    return Path(*parts)
+
+
+# configuration ---------------------------------------------------------------------------
+def experiment_file(exp: str) -> Path:
+    return root() / "config" / "experiments" / f"{exp}.yaml"
+
+
+def model_file(name: str) -> Path:
+    return root() / "config" / "models" / f"{name}.yaml"
+
+
+def benchmark_file(bench: str) -> Path:
+    return root() / "config" / "benchmarks" / f"{bench}.yaml"
+
+
+# shared resources ------------------------------------------------------------------------
+def model_resource(name: str) -> Path:
+    return _rel("resources", "models", name)
+
+
+def dataset_resource(name: str) -> Path:
+    return _rel("resources", "datasets", name)
+
+
+# per-experiment artifacts -----------------------------------------------------------------
+def results_dir(exp: str) -> Path:
+    return _rel("results", exp)
+
+
+def data_dir(exp: str) -> Path:
+    return results_dir(exp) / "data"
+
+
+def sft_dir(exp: str) -> Path:
+    return results_dir(exp) / "sft"
+
+
+def grpo_dir(exp: str) -> Path:
+    return results_dir(exp) / "grpo"
+
+
+def merged_model_dir(exp: str) -> Path:
+    return results_dir(exp) / "model"
+
+
+def predictions_file(exp: str, checkpoint: str, bench: str) -> Path:
+    return results_dir(exp) / "predictions" / checkpoint / f"{bench}.jsonl"
+
+
+def scores_file(exp: str, checkpoint: str, bench: str) -> Path:
+    return results_dir(exp) / "scores" / checkpoint / f"{bench}.json"
+
+
+def metrics_file(exp: str) -> Path:
+    return results_dir(exp) / "metrics.json"
+
+
+def report_dir(exp: str) -> Path:
+    return _rel("reports", exp)
+
+
+def log_file(stage: str, *names: str) -> Path:
+    """``logs/<stage>/<name>/.../<last>.log`` for one job of a stage."""
+    *dirs, last = names
+    return _rel("logs", stage, *dirs, f"{last}.log")
