@@ -9,7 +9,9 @@ import json
 import re
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-_BOX = re.compile(r"\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]")
+_BOX = re.compile(
+    r"\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]"
+)
 _LETTER = re.compile(r"^\(?([A-Z])\)?[.:)]?(?:\s|$)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 

@@ -12,8 +12,7 @@ from pydantic import Field
 from vlrl import paths
 from vlrl.config import ExperimentConfig, Section, _load_yaml_model
 from vlrl.errors import ConfigError
-from vlrl.files import read_jsonl
-from vlrl.records import Record, parse_record
+from vlrl.records import Record, read_records
 
 
 class BenchmarkConfig(Section):
@@ -21,7 +20,8 @@ class BenchmarkConfig(Section):
 
     description: str = ""
     loader: Literal["experiment_split"] = Field(
-        "experiment_split", description="experiment_split: a held-out split of the experiment's data."
+        "experiment_split",
+        description="experiment_split: a held-out split of the experiment's data.",
     )
     split: Literal["train", "val", "test"] = "test"
     prompt: str | None = Field(None, description="Prompt format; default: the experiment's.")
@@ -51,5 +51,4 @@ def load_items(exp: str, bench: str, exp_cfg: ExperimentConfig) -> tuple[list[Re
     path = base / f"{cfg.split}.jsonl"
     if not path.is_file():
         raise ConfigError(f"benchmark {bench}: {path} does not exist; run the data stage first")
-    rows = read_jsonl(path)[: cfg.max_items]
-    return [parse_record(r, base, f"{path}:{i + 1}") for i, r in enumerate(rows)], base
+    return read_records(path, cfg.max_items), base

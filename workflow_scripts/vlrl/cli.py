@@ -21,7 +21,9 @@ log = logging.getLogger("vlrl")
 
 Exp = Annotated[str, typer.Argument(help="Experiment name (config/experiments/<name>.yaml).")]
 Bench = Annotated[str, typer.Argument(help="Benchmark name (config/benchmarks/<name>.yaml).")]
-Checkpoint = Annotated[str, typer.Argument(help="Which model of the experiment: base, sft or grpo.")]
+Checkpoint = Annotated[
+    str, typer.Argument(help="Which model of the experiment: base, sft or grpo.")
+]
 Overrides = Annotated[
     list[str] | None, typer.Option("--set", "-s", help="Override a config key: grpo.max_steps=10.")
 ]

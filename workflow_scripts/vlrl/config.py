@@ -10,6 +10,7 @@ lists that section as its params (see :mod:`vlrl.workflow.dvc_export`).
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,7 +22,7 @@ from vlrl.errors import ConfigError
 
 
 class Section(BaseModel):
-    """Base for every config section: unknown keys are errors, values are validated on assignment."""
+    """Base for every config section: unknown keys are errors; assignments are validated."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
 
@@ -58,7 +59,9 @@ class DataConfig(Section):
     @model_validator(mode="after")
     def _hub_needs_settings(self) -> DataConfig:
         if self.source == "hub" and self.hub is None:
-            raise ValueError("data.source is 'hub' but data.hub (repo_id, revision, converter) is missing")
+            raise ValueError(
+                "data.source is 'hub' but data.hub (repo_id, revision, converter) is missing"
+            )
         return self
 
 
@@ -94,7 +97,9 @@ class ModelConfig(Section):
     @model_validator(mode="after")
     def _hf_needs_repo(self) -> ModelConfig:
         if self.builder == "hf" and self.hf is None:
-            raise ValueError("base_model.builder is 'hf' but base_model.hf (repo_id, revision) is missing")
+            raise ValueError(
+                "base_model.builder is 'hf' but base_model.hf (repo_id, revision) is missing"
+            )
         return self
 
 
@@ -176,13 +181,19 @@ class JudgeConfig(Section):
     model: str
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key.")
     mode: Literal["fallback", "always"] = Field(
-        "fallback", description="fallback: judge only items the rules mark wrong; always: judge all."
+        "fallback",
+        description="fallback: judge only items the rules mark wrong; always: judge all.",
     )
     temperature: float = 0.0
     max_tokens: int = 16
     timeout_s: float = 60.0
     max_retries: int = 3
     concurrency: int = 4
+    on_failure: Literal["error", "score_zero"] = Field(
+        "error",
+        description="A judge call that fails or a reply that does not parse: error (the stage "
+        "fails) or score_zero (the item scores 0 and the failure is counted in the scores file).",
+    )
 
 
 class ScoreConfig(Section):
@@ -223,12 +234,16 @@ class ExperimentConfig(Section):
 
         if not paths.model_file(self.base_model).is_file():
             known = sorted(p.stem for p in paths.model_file(self.base_model).parent.glob("*.yaml"))
-            raise ValueError(f"base_model {self.base_model!r} has no config/models file; known: {known}")
+            raise ValueError(
+                f"base_model {self.base_model!r} has no config/models file; known: {known}"
+            )
         if self.prompt not in PROMPTS:
             raise ValueError(f"prompt {self.prompt!r} is not one of {sorted(PROMPTS)}")
         unknown = sorted(set(self.grpo.rewards) - set(REGISTRY))
         if unknown:
-            raise ValueError(f"grpo.rewards names unknown rewards {unknown}; known: {sorted(REGISTRY)}")
+            raise ValueError(
+                f"grpo.rewards names unknown rewards {unknown}; known: {sorted(REGISTRY)}"
+            )
         return self
 
     @property
@@ -263,10 +278,8 @@ def parse_overrides(overrides: list[str]) -> list[tuple[str, Any]]:
         value = yaml.safe_load(raw)
         # YAML 1.1 reads 1e-5 as a string; users mean a number.
         if isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):
                 value = float(value)
-            except ValueError:
-                pass
         parsed.append((key.strip(), value))
     return parsed
 

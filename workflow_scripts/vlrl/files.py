@@ -18,9 +18,22 @@ from typing import Any
 TMP_MARK = ".tmp-"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publish_mode(path: Path, is_dir: bool) -> None:
+    """mkdtemp/mkstemp create private (0700/0600) entries; give outputs ordinary permissions."""
+    path.chmod((0o777 if is_dir else 0o666) & ~_umask())
+
+
 def _clear_stale(final: Path) -> None:
     for stale in final.parent.glob(f"{final.name}{TMP_MARK}*"):
-        shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+        shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(
+            missing_ok=True
+        )
 
 
 @contextlib.contextmanager
@@ -38,6 +51,7 @@ def atomic_dir(final: Path | str) -> Iterator[Path]:
     final.parent.mkdir(parents=True, exist_ok=True)
     _clear_stale(final)
     tmp = Path(tempfile.mkdtemp(prefix=f"{final.name}{TMP_MARK}", dir=final.parent))
+    _publish_mode(tmp, is_dir=True)
     try:
         yield tmp
     except BaseException:
@@ -60,6 +74,7 @@ def atomic_file(final: Path | str, mode: str = "w") -> Iterator[Any]:
     _clear_stale(final)
     fd, tmp_name = tempfile.mkstemp(prefix=f"{final.name}{TMP_MARK}", dir=final.parent)
     tmp = Path(tmp_name)
+    _publish_mode(tmp, is_dir=False)
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle

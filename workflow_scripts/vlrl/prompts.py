@@ -59,7 +59,7 @@ PROMPTS: dict[str, PromptFormat] = {
             ),
             target="<think>{reasoning}</think><answer>{answer}</answer>",
             pattern=r"<think>.*?</think>\s*<answer>.*?</answer>",
-            source="VLM-R1 qwen_module.get_question_template default (reference/vlm-r1.md §2, §1.2)",
+            source="VLM-R1 get_question_template default (reference/vlm-r1.md §2, §1.2)",
         ),
     ]
 }

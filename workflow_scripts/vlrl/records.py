@@ -20,7 +20,8 @@ ProblemType = Literal[
 
 
 class Record(BaseModel):
-    """One example. ``boxes`` are xyxy in absolute pixels of the original image."""
+    """One example. ``boxes`` are xyxy in absolute pixels of the original image; ``reasoning``
+    (optional) is the worked solution SFT puts inside the prompt format's thinking part."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -32,13 +33,19 @@ class Record(BaseModel):
     options: list[str] = Field(default_factory=list)
     boxes: list[list[float]] = Field(default_factory=list)
     caption: str | None = None
-    image_sizes: list[list[int]] = Field(default_factory=list, description="[width, height] per image.")
+    image_sizes: list[list[int]] = Field(
+        default_factory=list, description="[width, height] per image."
+    )
     data_source: str
     task: str | None = Field(None, description="Finer task label for per-task reporting.")
+    reasoning: str | None = Field(None, description="A worked solution: the SFT <think> target.")
 
 
 def check_record(record: Record, base_dir: Path, where: str) -> Record:
-    """Open every image and check every box; fill ``image_sizes``. Raises DataError naming ``where``."""
+    """Open every image and check every box; fill ``image_sizes``.
+
+    Raises DataError naming ``where`` (file:line or id).
+    """
     sizes = []
     for rel in record.images:
         path = base_dir / rel
@@ -52,7 +59,9 @@ def check_record(record: Record, base_dir: Path, where: str) -> Record:
         except (UnidentifiedImageError, OSError, SyntaxError) as exc:
             raise DataError(f"{where}: image {rel!r} is unreadable: {exc}") from None
     if record.image_sizes and record.image_sizes != sizes:
-        raise DataError(f"{where}: image_sizes {record.image_sizes} disagree with the files {sizes}")
+        raise DataError(
+            f"{where}: image_sizes {record.image_sizes} disagree with the files {sizes}"
+        )
     for box in record.boxes:
         if len(box) != 4:
             raise DataError(f"{where}: box {box} must have 4 numbers (x1, y1, x2, y2)")
@@ -79,3 +88,18 @@ def parse_record(raw: dict, base_dir: Path, where: str) -> Record:
         )
         raise DataError(f"{where}: {problems}") from None
     return check_record(record, base_dir, where)
+
+
+def read_records(path: Path, limit: int | None = None) -> list[Record]:
+    """Read and validate a canonical JSONL file; image paths are relative to its directory.
+
+    Raises DataError naming ``file:line`` for the first bad row.
+    """
+    from vlrl.files import read_jsonl
+
+    try:
+        rows = read_jsonl(path)
+    except (OSError, ValueError) as exc:
+        raise DataError(str(exc)) from None
+    rows = rows[:limit] if limit is not None else rows
+    return [parse_record(row, path.parent, f"{path}:{i + 1}") for i, row in enumerate(rows)]

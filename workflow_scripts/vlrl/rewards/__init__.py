@@ -1,4 +1,5 @@
-"""Reward registry. Every reward has TRL's signature ``fn(completions, **columns) -> list[float | None]``.
+"""Reward registry. Every reward has TRL's signature
+``fn(completions, **columns) -> list[float | None]``.
 
 ``None`` means "not applicable to this sample" (TRL ignores it for that sample). Names are
 ``<family>.<name>``; experiment configs refer to them in ``grpo.rewards``.

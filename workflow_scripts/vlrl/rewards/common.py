@@ -6,14 +6,26 @@ Columns read from the dataset (TRL passes every column as a keyword): ``answer``
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from rouge_score import rouge_scorer
-
-from vlrl.answers import box_iou, extract_answer, normalize_text, parse_box, parse_letter, parse_number
+from vlrl.answers import (
+    box_iou,
+    extract_answer,
+    normalize_text,
+    parse_box,
+    parse_letter,
+    parse_number,
+)
 from vlrl.prompts import PROMPTS
 
-_ROUGE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+
+@functools.cache
+def _rouge():
+    # Built on first use: importing rouge_score configures absl's root logging.
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 
 
 def completion_text(completion: Any) -> str:
@@ -23,7 +35,9 @@ def completion_text(completion: Any) -> str:
     return "".join(
         part if isinstance(part, str) else part.get("text", "")
         for message in completion
-        for part in ([message["content"]] if isinstance(message["content"], str) else message["content"])
+        for part in (
+            [message["content"]] if isinstance(message["content"], str) else message["content"]
+        )
     )
 
 
@@ -39,7 +53,9 @@ def think_answer_format_reward(completions: list[Any], **kwargs: Any) -> list[fl
     return [1.0 if fmt.is_well_formed(completion_text(c)) else 0.0 for c in completions]
 
 
-def answer_accuracy(response: str, answer: str, problem_type: str, box: list[float] | None = None) -> float:
+def answer_accuracy(
+    response: str, answer: str, problem_type: str, box: list[float] | None = None
+) -> float:
     """Continuous accuracy of one response's ``<answer>`` against the reference.
 
     multiple_choice / yes_no: exact letter or word; numerical: equal numbers; grounding: IoU of the
@@ -47,7 +63,7 @@ def answer_accuracy(response: str, answer: str, problem_type: str, box: list[flo
 
     >>> answer_accuracy("<answer>B</answer>", "B", "multiple_choice")
     1.0
-    >>> answer_accuracy("<answer>[0, 0, 10, 10]</answer>", "[0, 0, 10, 10]", "grounding", [0, 0, 10, 10])
+    >>> answer_accuracy("<answer>[0, 0, 10, 10]</answer>", "", "grounding", [0, 0, 10, 10])
     1.0
     """
     extracted = extract_answer(response)
@@ -67,16 +83,21 @@ def answer_accuracy(response: str, answer: str, problem_type: str, box: list[flo
     if problem_type in {"free_form", "ocr"}:
         if not normalize_text(extracted):
             return 0.0
-        return _ROUGE.score(normalize_text(answer), normalize_text(extracted))["rougeL"].fmeasure
+        return _rouge().score(normalize_text(answer), normalize_text(extracted))["rougeL"].fmeasure
     raise ValueError(f"no accuracy rule for problem_type {problem_type!r}")
 
 
 def accuracy_reward(
-    completions: list[Any], answer: list[str], problem_type: list[str], boxes: list | None = None, **kwargs: Any
+    completions: list[Any],
+    answer: list[str],
+    problem_type: list[str],
+    boxes: list | None = None,
+    **kwargs: Any,
 ) -> list[float | None]:
     """Task-aware accuracy in [0, 1] (see :func:`answer_accuracy`).
 
-    Reads columns ``answer``, ``problem_type`` and, for grounding, ``boxes`` (first box is the target).
+    Reads columns ``answer``, ``problem_type`` and, for grounding, ``boxes`` (the first box is
+    the target).
 
     >>> accuracy_reward(["<think/><answer>3</answer>", "<answer>4</answer>"], answer=["3", "3"],
     ...                 problem_type=["numerical", "numerical"])

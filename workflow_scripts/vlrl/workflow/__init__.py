@@ -1,0 +1,1 @@
+"""Orchestration around the stage commands: the Snakemake DAG, dvc.yaml generation, checks."""

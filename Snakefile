@@ -1,0 +1,32 @@
+# vlrl: the one declaration of the pipeline. dvc.yaml is generated from this DAG by
+# `vlrl dvc-yaml`; every rule runs exactly one `vlrl <stage> ...` command.
+#
+#   snakemake --profile profiles/local            # everything in params.yaml, locally
+#   snakemake --profile profiles/slurm            # the same DAG on a Slurm cluster
+#   snakemake -n --config 'experiments=[name]'    # one experiment, dry run
+
+from snakemake.utils import min_version, validate
+
+min_version("9.27")
+
+
+configfile: "params.yaml"
+
+
+validate(config, "config/schema/params.schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/model.smk"
+include: "rules/sft.smk"
+include: "rules/grpo.smk"
+include: "rules/evaluate.smk"
+include: "rules/report.smk"
+
+
+# The report of every experiment in params.yaml (config["experiments"]).
+rule all:
+    input:
+        get_reports,
+    default_target: True

@@ -1,0 +1,41 @@
+# Evaluation: predictions of one model of the experiment (checkpoint: base, sft or grpo) on one
+# benchmark (vlrl/stages/infer.py), then their scores (vlrl/stages/score.py).
+
+
+rule infer:
+    input:
+        bench=get_benchmark_inputs,
+        model=get_checkpoint_model,
+        code=code("infer"),
+    output:
+        paths.predictions_file("{exp}", "{checkpoint}", "{bench}"),
+    params:
+        config=experiment_params("infer"),
+    log:
+        paths.log_file("infer", "{exp}", "{checkpoint}", "{bench}"),
+    benchmark:
+        "logs/benchmarks/infer/{exp}/{checkpoint}/{bench}.tsv"
+    conda:
+        "../envs/main.yaml"
+    threads: workflow.cores
+    resources:
+        gpu=0,
+    shell:
+        "vlrl infer {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"
+
+
+rule score:
+    input:
+        predictions=paths.predictions_file("{exp}", "{checkpoint}", "{bench}"),
+        code=code("score"),
+    output:
+        paths.scores_file("{exp}", "{checkpoint}", "{bench}"),
+    params:
+        config=experiment_params("score"),
+    log:
+        paths.log_file("score", "{exp}", "{checkpoint}", "{bench}"),
+    conda:
+        "../envs/main.yaml"
+    threads: 1
+    shell:
+        "vlrl score {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"

@@ -1,0 +1,43 @@
+# GRPO with TRL (vlrl/stages/grpo.py), then a standalone model from its final checkpoint
+# (vlrl/stages/merge.py). Training curves: results/<exp>/grpo/dvclive (plots in dvc.yaml).
+
+
+rule grpo:
+    input:
+        data=paths.data_dir("{exp}"),
+        model=get_grpo_init,
+        code=code("grpo"),
+    output:
+        directory(paths.grpo_dir("{exp}")),
+    params:
+        config=experiment_params("grpo"),
+    log:
+        paths.log_file("grpo", "{exp}"),
+    benchmark:
+        "logs/benchmarks/grpo/{exp}.tsv"
+    conda:
+        "../envs/main.yaml"
+    threads: workflow.cores
+    resources:
+        gpu=0,
+    shell:
+        "vlrl grpo {wildcards.exp} > {log} 2>&1"
+
+
+rule merge:
+    input:
+        grpo=paths.grpo_dir("{exp}"),
+        # a LoRA adapter is merged into the model GRPO started from
+        model=get_grpo_init,
+        code=code("merge"),
+    output:
+        directory(paths.merged_model_dir("{exp}")),
+    params:
+        config=experiment_params("merge"),
+    log:
+        paths.log_file("merge", "{exp}"),
+    conda:
+        "../envs/main.yaml"
+    threads: 1
+    shell:
+        "vlrl merge {wildcards.exp} > {log} 2>&1"

@@ -1,0 +1,26 @@
+# Cold-start SFT with LLaMA-Factory (vlrl/stages/sft.py).
+
+
+rule sft:
+    input:
+        data=paths.data_dir("{exp}"),
+        model=get_base_model,
+        code=code("sft"),
+    output:
+        directory(paths.sft_dir("{exp}")),
+    params:
+        config=experiment_params("sft"),
+    log:
+        paths.log_file("sft", "{exp}"),
+    benchmark:
+        "logs/benchmarks/sft/{exp}.tsv"
+    # The stage runs in the main environment: it converts the data and writes LLaMA-Factory's
+    # config with the vlrl package, then launches llamafactory-cli from .venv-sft (envs/sft.yaml),
+    # whose pins conflict with TRL's. So the rule's own environment is main, not sft.
+    conda:
+        "../envs/main.yaml"
+    threads: workflow.cores
+    resources:
+        gpu=0,
+    shell:
+        "vlrl sft {wildcards.exp} > {log} 2>&1"

@@ -1,0 +1,68 @@
+"""Shared fixtures, built once per test session: the tiny Qwen2.5-VL (built the way the
+base_model stage builds it), a small shapes dataset, and a project directory to run stages in."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vlrl.config import TinyModelConfig
+from vlrl.models.tiny import build_tiny_model
+from vlrl.stages.base_model import TINY_SEED, tiny_corpus
+
+
+@pytest.fixture(scope="session")
+def tiny_corpus_texts() -> list[str]:
+    return tiny_corpus()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_corpus_texts: list[str]) -> Path:
+    """A directory holding the tiny model, tokenizer, processor and ``vlrl_model.json``."""
+    out = tmp_path_factory.mktemp("tiny-qwen2.5-vl")
+    build_tiny_model(TinyModelConfig(), tiny_corpus_texts, out, seed=TINY_SEED)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_processor(tiny_model_dir: Path):
+    from transformers import AutoProcessor
+
+    return AutoProcessor.from_pretrained(tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_model_dir: Path):
+    from transformers import AutoModelForImageTextToText
+
+    return AutoModelForImageTextToText.from_pretrained(tiny_model_dir).eval()
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A scratch project: a copy of config/ and params.yaml, used as CWD and ``$VLRL_ROOT``."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def shapes_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small generated shapes dataset (train 40 / val 5 / test 20) in canonical form."""
+    from vlrl.config import ShapesConfig
+    from vlrl.data.shapes import generate_split
+    from vlrl.files import write_jsonl
+
+    out = tmp_path_factory.mktemp("shapes")
+    cfg = ShapesConfig(n_train=40, n_val=5, n_test=20)
+    for split, n in (("train", 40), ("val", 5), ("test", 20)):
+        records = generate_split(cfg, split, n, seed=0, out_dir=out)
+        write_jsonl(out / f"{split}.jsonl", [r.model_dump() for r in records])
+    return out

@@ -1,0 +1,404 @@
+"""The LLM judge against a real OpenAI-compatible server (`transformers serve`, CPU).
+
+Two tiny text models are built here and served by one server (the model is chosen per request):
+
+- ``random``: a random-init Qwen2 with a small BPE tokenizer; its replies are garbage, so every
+  verdict must be recorded as a failure, never as right or wrong;
+- ``says1``: the same architecture with hand-set weights (attention and MLP outputs zeroed, one
+  embedding direction per token class) so that greedy decoding answers ``1`` and then ends the
+  turn: a real model, served for real, that behaves like a judge saying "correct".
+
+Server command (found in transformers 5.19): ``transformers serve --device cpu --host 127.0.0.1
+--port <port>``; readiness is polled on ``/health`` (``/v1/models`` scans the hub cache and
+answers 500 when it does not exist). ``HF_HUB_DISABLE_UPDATE_CHECK=1`` avoids a network version
+check that otherwise delays start-up by about a minute offline.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from vlrl import paths
+from vlrl.config import JudgeConfig, load_experiment
+from vlrl.errors import StageError
+from vlrl.scoring.judge import (
+    Judge,
+    JudgeCache,
+    JudgeRequest,
+    build_prompt,
+    judge_cache_dir,
+    parse_verdict,
+    redact_url,
+    render_question,
+    render_reference,
+)
+from vlrl.stages import score
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+KEY_ENV = "VLRL_TEST_JUDGE_KEY"
+
+
+# ------------------------------------------------------------------------------ unit tests
+VERDICTS = [
+    ("1", 1, "the bare token"),
+    ("0", 0, "the bare token"),
+    (" 1 \n", 1, "surrounding whitespace is not content"),
+    ("Verdict: 0", 0, "echoing the prompt's 'Verdict:' cue"),
+    ("**1**", 1, "Markdown emphasis around the token"),
+    ("\\boxed{0}", 0, "a boxed verdict"),
+    ("1.", 1, "a trailing full stop"),
+    ("<think>it says 3, reference 3, so 1? no, 0</think>\n1", 1, "reasoning is dropped first"),
+    ("The answers differ.\n0", 0, "only the last line holds the verdict"),
+    ("", None, "an empty reply is a failure"),
+    ("correct", None, "words outside the vocabulary are failures"),
+    ("0 or 1", None, "two verdicts are a failure, not the last one"),
+    ("10", None, "a number that is not a verdict token"),
+    ("1\nActually I am not sure", None, "a verdict followed by more text is a failure"),
+    ("<think>1</think>", None, "a verdict only inside the reasoning is a failure"),
+    ("yes", None, "yes/no is not the closed vocabulary"),
+]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"), [pytest.param(r, e, id=why) for r, e, why in VERDICTS]
+)
+def test_parse_verdict(reply, expected):
+    assert parse_verdict(reply) == expected
+
+
+def test_prompt_has_role_rules_delimiters_and_closed_vocabulary():
+    prompt = build_prompt("How many circles?", "3", "three")
+    assert prompt.startswith("You are a strict grader.")
+    assert "exactly one token: 1 if the candidate is correct, 0 if it is incorrect" in prompt
+    tail = prompt[prompt.index("Now grade this candidate.") :]
+    assert "<Question Begin>How many circles?<Question End>" in tail
+    assert "<Reference Begin>3<Reference End>" in tail
+    assert "<Candidate Begin>three<Candidate End>" in tail
+    assert prompt.endswith("Verdict:")
+
+
+def test_render_question_and_reference():
+    assert render_question("Which?", []) == "Which?"
+    assert render_reference("(C)", "multiple_choice", ["a", "b", "c"]) == "C. c"
+    assert render_reference("Z", "multiple_choice", ["a"]) == "Z"  # out of range: as given
+    assert redact_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+
+
+def test_cache_roundtrip_and_key_fields(tmp_path):
+    cache = JudgeCache(tmp_path / "c")
+    base = ("m", "q", "r", "c", {"temperature": 0.0, "max_tokens": 16})
+    key = JudgeCache.key(*base)
+    variants = [
+        ("m2", "q", "r", "c", base[4]),
+        ("m", "q2", "r", "c", base[4]),
+        ("m", "q", "r2", "c", base[4]),
+        ("m", "q", "r", "c2", base[4]),
+        ("m", "q", "r", "c", {"temperature": 0.5, "max_tokens": 16}),
+    ]
+    assert len({key, *(JudgeCache.key(*v) for v in variants)}) == 6
+    assert JudgeCache.key(*base, prompt_version="other") != key
+    assert cache.get(key) is None
+    cache.put(key, {"verdict": 0, "reply": "0"})
+    assert cache.get(key)["verdict"] == 0
+    assert not list((tmp_path / "c").rglob("*.part"))  # no temporaries left behind
+    # A corrupt entry is a miss (and will be overwritten), not a crash or a verdict.
+    cache._file(key).write_text("{not json")
+    assert cache.get(key) is None
+    # An entry without a valid verdict is a miss.
+    cache.put(key, {"verdict": None, "reply": "?"})
+    assert cache.get(key) is None
+
+
+def test_unreachable_endpoint_is_retried_then_a_failure(caplog):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = JudgeConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=2, timeout_s=2)
+    judge = Judge(cfg, cache=None, backoff_s=0.01)
+    requests = [JudgeRequest(str(i), "q", "r", "c") for i in range(3)]
+    with caplog.at_level(logging.WARNING, logger="vlrl.scoring.judge"):
+        outcomes = judge.judge(requests)
+    assert [o.verdict for o in outcomes] == [None] * 3
+    assert all("APIConnectionError" in o.error and "3 attempt(s)" in o.error for o in outcomes)
+    assert (judge.stats.calls, judge.stats.attempts, judge.stats.failures) == (3, 9, 3)
+    assert "judge failure on item 0" in caplog.text
+
+
+# ------------------------------------------------------------------------- a real server
+def _build_models(out: Path) -> dict[str, str]:
+    """Build the ``random`` and ``says1`` models (see the module docstring); ~5 s on CPU."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import (
+        GenerationConfig,
+        PreTrainedTokenizerFast,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
+
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=320,
+        special_tokens=special,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    bpe.train_from_iterator([build_prompt("How many circles?", "3", "three")] * 4, trainer)
+    template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=template,
+    )
+    eos, pad = tok.eos_token_id, tok.pad_token_id
+    config = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=4096,
+        bos_token_id=pad,
+        eos_token_id=eos,
+        pad_token_id=pad,
+        tie_word_embeddings=False,
+    )
+    generation = GenerationConfig(
+        do_sample=False, bos_token_id=pad, eos_token_id=eos, pad_token_id=pad
+    )
+    built = {}
+
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(config)
+    with torch.no_grad():  # never pick a special token: replies are visible garbage text
+        model.lm_head.weight[[tok.convert_tokens_to_ids(t) for t in special]] = 0.0
+    model.generation_config = generation
+    built["random"] = out / "random"
+    model.save_pretrained(built["random"])
+    tok.save_pretrained(built["random"])
+
+    one = tok.convert_tokens_to_ids("1")
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        emb = torch.zeros_like(model.model.embed_tokens.weight)
+        emb[:, 0] = 1.0  # any token → "say 1"
+        emb[one] = 0.0
+        emb[one, 1] = 1.0  # after "1" → end the turn
+        model.model.embed_tokens.weight.copy_(emb)
+        model.model.norm.weight.fill_(1.0)
+        model.lm_head.weight.zero_()
+        model.lm_head.weight[one, 0] = 10.0
+        model.lm_head.weight[eos, 1] = 10.0
+    built["says1"] = out / "says1"
+    model.save_pretrained(built["says1"])
+    tok.save_pretrained(built["says1"])
+    return {name: str(path) for name, path in built.items()}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A `transformers serve` process on 127.0.0.1 serving both models; stopped at teardown."""
+    tmp = tmp_path_factory.mktemp("judge-server")
+    models = _build_models(tmp)
+    exe = Path(sys.executable).with_name("transformers")
+    assert exe.is_file(), f"{exe} missing: install transformers[serving] in this environment"
+    port = _free_port()
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_DISABLE_UPDATE_CHECK": "1",
+        "HF_HUB_CACHE": str(tmp / "hub-cache"),
+        "TRANSFORMERS_VERBOSITY": "error",
+    }
+    (tmp / "hub-cache").mkdir()
+    log_path = tmp / "serve.log"
+    command = [str(exe), "serve", "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)]
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):  # at most ~60 s
+            if proc.poll() is not None:
+                pytest.fail(f"transformers serve exited {proc.returncode}:\n{log_path.read_text()}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
+                    if response.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+        else:
+            pytest.fail(f"transformers serve not ready after 60 s:\n{log_path.read_text()[-3000:]}")
+        yield SimpleNamespace(base_url=f"{url}/v1", models=models, log=log_path)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# ------------------------------------------------------------------------------ the stage
+# id, task, problem_type, answer, options, boxes, response  # rule verdict
+# fmt: off
+ITEMS = [
+    ("c1", "color", "multiple_choice", "B", ["red", "blue"], [], "<answer>B</answer>"),  # 1
+    ("c2", "color", "multiple_choice", "A", ["red", "blue"], [], "<answer>the red one</answer>"),
+    ("n1", "count", "numerical", "3", [], [], "<think>x</think><answer>3</answer>"),  # 1
+    ("n2", "count", "numerical", "3", [], [], "<answer>three</answer>"),  # 0
+    ("f1", "caption", "free_form", "a red circle", [], [], "<answer>a red circle</answer>"),  # 1
+    ("f2", "caption", "free_form", "a red circle", [], [], "a circle that is red"),  # 0
+    ("g1", "grounding", "grounding", "[0, 0, 10, 10]", [], [[0, 0, 10, 10]],
+     "<answer>[5, 5, 9, 90]</answer>"),  # 0, and never judged: only IoU decides boxes
+]
+# fmt: on
+RULE_WRONG_JUDGEABLE = {"c2", "n2", "f2"}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project root in tmp_path with the repository's config and a predictions file."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    rows = [
+        {
+            "id": i,
+            "task": task,
+            "problem_type": ptype,
+            "problem": f"Question {i}?",
+            "answer": answer,
+            "options": options,
+            "boxes": boxes,
+            "images": [f"images/test/{i}.png"],
+            "prompt": f"Question {i}? First output the thinking process…",
+            "response": response,
+            "model": "results/tiny_shapes/model",
+            "checkpoint": "grpo",
+        }
+        for i, task, ptype, answer, options, boxes, response in ITEMS
+    ]
+    path = paths.predictions_file("tiny_shapes", "grpo", "shapes_test")
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def _cfg(server, model: str, mode: str, on_failure: str = "error"):
+    return load_experiment(
+        "tiny_shapes",
+        [
+            f"score.judge.base_url={server.base_url}",
+            f"score.judge.model={server.models[model]}",
+            f"score.judge.mode={mode}",
+            f"score.judge.on_failure={on_failure}",
+            f"score.judge.api_key_env={KEY_ENV}",
+            "score.judge.max_retries=1",
+            "score.judge.concurrency=3",
+        ],
+    )
+
+
+def _scores():
+    return json.loads(paths.scores_file("tiny_shapes", "grpo", "shapes_test").read_text())
+
+
+def test_garbage_judge_fails_the_stage_by_default(server, project):
+    cfg = _cfg(server, "random", "always")
+    with pytest.raises(StageError, match=r"judge failed on 6 of 6 items") as info:
+        score.run("tiny_shapes", cfg, "grpo", "shapes_test")
+    assert "not a 0/1 verdict" in str(info.value)
+    assert "on_failure=score_zero" in str(info.value)
+    assert not paths.scores_file("tiny_shapes", "grpo", "shapes_test").exists()
+    # Failures are never cached: nothing under the cache directory is a verdict.
+    assert not list(judge_cache_dir("tiny_shapes").rglob("*.json"))
+
+
+def test_garbage_judge_with_score_zero_counts_failures(server, project):
+    cfg = _cfg(server, "random", "always", on_failure="score_zero")
+    score.run("tiny_shapes", cfg, "grpo", "shapes_test")
+    data = _scores()
+    assert data["judge"]["failures"] == 6 and data["judge"]["calls"] == 6
+    assert data["judge"]["mode"] == "always" and data["judge"]["cache_hits"] == 0
+    by_id = {item["id"]: item for item in data["items"]}
+    for item_id, item in by_id.items():
+        if item_id == "g1":  # grounding is never judged
+            assert item["method"] == "rule" and item["judge_reply"] is None
+            continue
+        assert item["method"] == "judge"
+        assert (item["correct"], item["score"]) == (0, 0.0)
+        assert item["judge_error"].startswith("reply is not a 0/1 verdict")
+        assert isinstance(item["judge_reply"], str) and item["judge_reply"].strip()  # garbage
+    assert data["accuracy"] == 0.0 and data["n"] == 7
+
+
+def test_fallback_judge_only_sees_rule_failures_and_caches(server, project):
+    cfg = _cfg(server, "says1", "fallback")
+    score.run("tiny_shapes", cfg, "grpo", "shapes_test")
+    data = _scores()
+    judged = {item["id"] for item in data["items"] if item["method"] == "judge"}
+    assert judged == RULE_WRONG_JUDGEABLE
+    meta = data["judge"]
+    assert (meta["calls"], meta["failures"], meta["cache_hits"]) == (3, 0, 0)
+    by_id = {item["id"]: item for item in data["items"]}
+    assert all(by_id[i]["correct"] == 1 and by_id[i]["judge_reply"] == "1" for i in judged)
+    assert by_id["g1"]["correct"] == 0  # only IoU decides boxes
+    assert data["accuracy"] == pytest.approx(6 / 7)
+    assert data["per_task"]["grounding"]["accuracy"] == 0.0
+    cached = list(judge_cache_dir("tiny_shapes").rglob("*.json"))
+    assert len(cached) == 3
+    entry = json.loads(cached[0].read_text())
+    assert entry["verdict"] == 1 and entry["model"] == server.models["says1"]
+
+    # A second run asks the server nothing.
+    score.run("tiny_shapes", cfg, "grpo", "shapes_test")
+    again = _scores()
+    assert (again["judge"]["calls"], again["judge"]["cache_hits"]) == (0, 3)
+    assert [i["correct"] for i in again["items"]] == [i["correct"] for i in data["items"]]
+
+
+def test_api_key_is_never_written(server, project, caplog, capfd):
+    cfg = _cfg(server, "random", "always", on_failure="score_zero")
+    with caplog.at_level(logging.DEBUG):
+        score.run("tiny_shapes", cfg, "grpo", "shapes_test")
+        cfg_ok = _cfg(server, "says1", "always")
+        score.run("tiny_shapes", cfg_ok, "grpo", "shapes_test")
+    assert _scores()["judge"]["calls"] == 6  # the key really was in use for real calls
+    written = [p for p in project.rglob("*") if p.is_file() and "config" not in p.parts]
+    assert any("judge_cache" in p.parts for p in written)
+    for path in written:
+        assert SECRET not in path.read_text(errors="replace"), path
+    out, err = capfd.readouterr()
+    assert SECRET not in caplog.text + out + err
+    assert SECRET not in server.log.read_text()

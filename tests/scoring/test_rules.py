@@ -1,0 +1,126 @@
+"""Rule-based scoring: one row per behaviour, each with the reason it must hold."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from vlrl.scoring.rules import answer_span, score_item
+
+OPTS = ["red", "blue", "green", "yellow"]
+BOX = [[10, 10, 30, 30]]
+
+# (reason, response, answer, problem_type, options, boxes, expected (extracted, score, correct))
+# fmt: off
+CASES = [
+    ("reasoning numbers are ignored: only <answer> counts",
+     "<think>first 3</think><answer>5</answer>", "5", "numerical", [], [], ("5", 1.0, 1)),
+    ("the last <answer> wins",
+     "<answer>3</answer> wait <answer>5</answer>", "5", "numerical", [], [], ("5", 1.0, 1)),
+    ("no answer tag: the text after </think> is scored",
+     "<think>maybe 3</think> 5", "5", "numerical", [], [], ("5", 1.0, 1)),
+    ("no tags at all: the whole response is scored",
+     "5", "5", "numerical", [], [], ("5", 1.0, 1)),
+    ("an empty answer is wrong and extracts nothing",
+     "<think>hmm</think><answer> </answer>", "5", "numerical", [], [], (None, 0.0, 0)),
+    ("a bare letter names the option",
+     "<answer>B</answer>", "B", "multiple_choice", OPTS, [], ("B", 1.0, 1)),
+    ("a bracketed letter with its text names the option",
+     "<answer>(B) blue</answer>", "B", "multiple_choice", OPTS, [], ("(B) blue", 1.0, 1)),
+    ("the option's text names the option",
+     "<answer>Blue.</answer>", "B", "multiple_choice", OPTS, [], ("Blue.", 1.0, 1)),
+    ("another option's letter is wrong",
+     "<answer>C</answer>", "B", "multiple_choice", OPTS, [], ("C", 0.0, 0)),
+    ("another option's text is wrong",
+     "<answer>green</answer>", "B", "multiple_choice", OPTS, [], ("green", 0.0, 0)),
+    ("prose without a letter or an option text is wrong (left to the judge)",
+     "<answer>The answer is B</answer>", "B", "multiple_choice", OPTS, [],
+     ("The answer is B", 0.0, 0)),
+    ("a reference given as option text is matched too",
+     "<answer>B</answer>", "blue", "multiple_choice", OPTS, [], ("B", 1.0, 1)),
+    ("equal integers",
+     "<answer>7</answer>", "7", "numerical", [], [], ("7", 1.0, 1)),
+    ("a different number is wrong",
+     "<answer>8</answer>", "7", "numerical", [], [], ("8", 0.0, 0)),
+    ("3.0 equals 3 (Math-Verify fallback not even needed)",
+     "<answer>3.0</answer>", "3", "numerical", [], [], ("3.0", 1.0, 1)),
+    ("a LaTeX fraction equals its decimal (Math-Verify)",
+     "<answer>\\frac{1}{2}</answer>", "0.5", "numerical", [], [], ("\\frac{1}{2}", 1.0, 1)),
+    ("a thousands separator is read as one number (Math-Verify)",
+     "<answer>1,000</answer>", "1000", "numerical", [], [], ("1,000", 1.0, 1)),
+    ("a plain fraction equals its decimal (Math-Verify)",
+     "<answer>1/2</answer>", "0.5", "numerical", [], [], ("1/2", 1.0, 1)),
+    ("two numbers are ambiguous and wrong, though Math-Verify would take the last",
+     "<answer>3 or 4</answer>", "4", "numerical", [], [], ("3 or 4", 0.0, 0)),
+    ("a number word is not a number for the rules",
+     "<answer>seven</answer>", "7", "numerical", [], [], ("seven", 0.0, 0)),
+    ("an identical box is correct with IoU 1",
+     "<answer>[10, 10, 30, 30]</answer>", "[10, 10, 30, 30]", "grounding", [], BOX,
+     ("[10, 10, 30, 30]", 1.0, 1)),
+    ("IoU exactly at the threshold counts as correct",
+     "<answer>[10, 10, 30, 50]</answer>", "[10, 10, 30, 30]", "grounding", [], BOX,
+     ("[10, 10, 30, 50]", 0.5, 1)),
+    ("IoU below the threshold is wrong but keeps its continuous score",
+     "<answer>{\"bbox_2d\": [20, 10, 40, 30]}</answer>", "[10, 10, 30, 30]", "grounding", [], BOX,
+     ("{\"bbox_2d\": [20, 10, 40, 30]}", 1 / 3, 0)),
+    ("no box in the answer scores 0",
+     "<answer>top left</answer>", "[10, 10, 30, 30]", "grounding", [], BOX, ("top left", 0.0, 0)),
+    ("normalised equality is correct (case, spaces, final full stop)",
+     "<answer>A red  circle.</answer>", "a red circle", "free_form", [], [],
+     ("A red  circle.", 1.0, 1)),
+    ("partial overlap is wrong but earns its ROUGE-L F1",
+     "<answer>a red square</answer>", "a red circle", "free_form", [], [],
+     ("a red square", 2 / 3, 0)),
+    ("yes matches Yes",
+     "<answer>Yes</answer>", "yes", "yes_no", [], [], ("Yes", 1.0, 1)),
+    ("no does not match yes",
+     "<answer>no</answer>", "yes", "yes_no", [], [], ("no", 0.0, 0)),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("response", "answer", "problem_type", "options", "boxes", "expected"),
+    [pytest.param(*case[1:], id=case[0]) for case in CASES],
+)
+def test_score_item(response, answer, problem_type, options, boxes, expected):
+    extracted, score, correct = score_item(response, answer, problem_type, options, boxes, 0.5)
+    assert (extracted, correct) == (expected[0], expected[2])
+    assert score == pytest.approx(expected[1])
+    assert correct in (0, 1) and 0.0 <= score <= 1.0
+
+
+def test_iou_threshold_is_respected():
+    # IoU 1/3: correct at threshold 0.3, wrong at the default 0.5.
+    response = "<answer>[20, 10, 40, 30]</answer>"
+    assert score_item(response, "[10, 10, 30, 30]", "grounding", [], BOX, 0.3)[2] == 1
+    assert score_item(response, "[10, 10, 30, 30]", "grounding", [], BOX, 0.5)[2] == 0
+
+
+def test_unknown_problem_type_is_an_error():
+    with pytest.raises(ValueError, match="detection"):
+        score_item("<answer>x</answer>", "x", "detection", [], [], 0.5)
+    with pytest.raises(ValueError, match="detection"):
+        score_item("", "x", "detection", [], [], 0.5)
+
+
+def test_answer_span_keeps_raw_text_without_tags():
+    assert answer_span("<think>a</think>\n b ") == "b"
+    assert answer_span("plain answer") == "plain answer"
+
+
+def test_math_verify_refuses_threads_loudly():
+    # Math-Verify's timeouts need the main thread; off it, scoring must fail, not mis-score.
+    errors = []
+
+    def work():
+        try:
+            score_item("<answer>\\frac{1}{2}</answer>", "0.5", "numerical", [], [], 0.5)
+        except ValueError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert errors and "thread" in str(errors[0]).lower()

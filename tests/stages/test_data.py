@@ -1,0 +1,202 @@
+"""The data stage: files, report, atomic output, no train/test overlap, row-level errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vlrl import paths
+from vlrl.config import load_experiment
+from vlrl.data import shapes
+from vlrl.errors import DataError, StageError
+from vlrl.records import Record
+from vlrl.stages import data as stage
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = ["data.shapes.n_train=40", "data.shapes.n_val=10", "data.shapes.n_test=20"]
+EXP = "tiny_shapes"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A throwaway project root holding a copy of the repository's config."""
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def _cfg(extra: list[str] | None = None):
+    return load_experiment(EXP, SMALL + (extra or []))
+
+
+def _digest(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _leftovers(project: Path) -> list[Path]:
+    return list((project / "results" / EXP).glob("data.tmp-*"))
+
+
+def test_stage_writes_splits_images_and_report(project):
+    stage.run(EXP, _cfg())
+    out = project / paths.data_dir(EXP)
+    sizes = {"train": 40, "val": 10, "test": 20}
+    for split, n in sizes.items():
+        records = stage.load_records(out / f"{split}.jsonl")
+        assert len(records) == n
+        assert all(r.images[0].startswith(f"images/{split}/") for r in records)
+        assert len(list((out / "images" / split).glob("*.png"))) == n
+    report = json.loads((out / "report.json").read_text())
+    assert list(report["splits"]) == ["train", "val", "test"]
+    assert report["splits"]["train"]["tasks"] == dict.fromkeys(sorted(shapes.TASKS), 8)
+    assert all(s["records"] == sizes[name] for name, s in report["splits"].items())
+    assert all("invalid" not in s["rejected"] for s in report["splits"].values())
+    markdown = (out / "report.md").read_text()
+    assert "| train | 40 |" in markdown and "## Rejected rows" in markdown
+    assert not _leftovers(project)
+
+
+def test_stage_is_deterministic_and_replaces_its_output(project):
+    """A rerun replaces the directory with byte-identical files (DVC sees no change)."""
+    stage.run(EXP, _cfg())
+    first = _digest(project / paths.data_dir(EXP))
+    stage.run(EXP, _cfg())
+    assert _digest(project / paths.data_dir(EXP)) == first
+    stage.run(EXP, _cfg(["seed=1"]))
+    assert _digest(project / paths.data_dir(EXP)) != first, "the experiment seed reaches the data"
+
+
+def test_no_scene_and_question_is_shared_between_train_and_test(project):
+    stage.run(EXP, _cfg(["data.shapes.n_train=200", "data.shapes.n_test=100"]))
+    out = project / paths.data_dir(EXP)
+
+    def keys(split: str) -> set[tuple[str, str]]:
+        return {
+            (hashlib.sha256((out / r.images[0]).read_bytes()).hexdigest(), r.problem)
+            for r in stage.load_records(out / f"{split}.jsonl")
+        }
+
+    assert not keys("train") & keys("test")
+    assert not keys("val") & keys("test")
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "reason"),
+    [
+        ("train", "the last split fails after test and val were written"),
+        ("test", "the first split fails before anything was written"),
+    ],
+)
+def test_a_failure_midway_leaves_no_output(project, monkeypatch, fail_on, reason):
+    real = shapes.generate_split
+
+    def failing(cfg, split, *args, **kwargs):
+        if split == fail_on:
+            raise RuntimeError("killed midway")
+        return real(cfg, split, *args, **kwargs)
+
+    monkeypatch.setattr(shapes, "generate_split", failing)
+    with pytest.raises(RuntimeError, match="killed midway"):
+        stage.run(EXP, _cfg())
+    assert not (project / paths.data_dir(EXP)).exists(), reason
+    assert not _leftovers(project), "the temporary directory is removed"
+
+
+def test_a_failed_rerun_keeps_the_previous_complete_output(project, monkeypatch):
+    stage.run(EXP, _cfg())
+    before = _digest(project / paths.data_dir(EXP))
+    monkeypatch.setattr(stage, "write_json", lambda *a, **k: (_ for _ in ()).throw(OSError("disk")))
+    with pytest.raises(OSError, match="disk"):
+        stage.run(EXP, _cfg(["seed=3"]))
+    assert _digest(project / paths.data_dir(EXP)) == before
+    assert not _leftovers(project)
+
+
+def test_an_invalid_generated_row_is_rejected_and_named(project, monkeypatch):
+    real = shapes.generate_split
+
+    def with_bad_row(cfg, split, n, seed, out_dir, **kwargs):
+        records = real(cfg, split, n, seed, out_dir, **kwargs)
+        bad = records[0].model_copy(update={"id": "bad-box", "boxes": [[100.0, 5.0, 150.0, 20.0]]})
+        return [*records, bad]
+
+    monkeypatch.setattr(shapes, "generate_split", with_bad_row)
+    stage.run(EXP, _cfg())
+    out = project / paths.data_dir(EXP)
+    assert len(stage.load_records(out / "train.jsonl")) == 40
+    train = json.loads((out / "report.json").read_text())["splits"]["train"]
+    assert train["rejected"]["invalid"] == 1
+    assert "train/bad-box" in train["invalid_examples"][0]
+    assert "outside" in train["invalid_examples"][0]
+    assert "train/bad-box" in (out / "report.md").read_text()
+
+
+def test_hub_source_is_refused_clearly(project):
+    cfg = _cfg(["data.source=hub", "data.hub={repo_id: a/b, revision: v1, converter: vlm_r1}"])
+    with pytest.raises(StageError, match=r"data\.source 'hub'.*not implemented"):
+        stage.run(EXP, cfg)
+    assert not (project / paths.data_dir(EXP)).exists()
+
+
+# ------------------------------------------------------------------------------ load_records
+def _write_png(path: Path, size: int = 32) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (size, size), (255, 255, 255)).save(path)
+
+
+GOOD = Record(
+    id="ok",
+    images=["img/ok.png"],
+    problem="How many shapes are in the image?",
+    answer="1",
+    problem_type="numerical",
+    data_source="t",
+).model_dump()
+
+
+@pytest.mark.parametrize(
+    ("line", "message", "reason"),
+    [
+        ({**GOOD, "images": ["img/missing.png"]}, "does not exist", "missing image"),
+        ({**GOOD, "images": ["img/garbage.png"]}, "unreadable", "not an image"),
+        ({**GOOD, "boxes": [[0, 0, 40, 10]]}, "outside", "box wider than the 32 px image"),
+        ({**GOOD, "boxes": [[5, 5, 5, 10]]}, "x2<=x1", "empty box"),
+        ({**GOOD, "colour": "red"}, "Extra inputs", "unknown key"),
+        ({**GOOD, "problem_type": "essay"}, "problem_type", "unknown problem type"),
+        ("{not json", "not valid JSON", "broken line"),
+        ([1, 2], "JSON object", "not a mapping"),
+    ],
+)
+def test_load_records_names_the_file_and_line(tmp_path, line, message, reason):
+    _write_png(tmp_path / "img" / "ok.png")
+    (tmp_path / "img" / "garbage.png").write_bytes(b"this is not a png")
+    path = tmp_path / "rows.jsonl"
+    bad = line if isinstance(line, str) else json.dumps(line)
+    path.write_text(json.dumps(GOOD) + "\n\n" + bad + "\n")
+    with pytest.raises(DataError, match=message) as info:
+        stage.load_records(path)
+    assert f"{path}:3:" in str(info.value), reason
+
+
+def test_load_records_reads_valid_rows_and_fills_image_sizes(tmp_path):
+    _write_png(tmp_path / "img" / "ok.png", size=40)
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n")
+    (record,) = stage.load_records(path)
+    assert record.image_sizes == [[40, 40]]
+
+
+def test_load_records_on_a_missing_file(tmp_path):
+    with pytest.raises(DataError, match="no such records file"):
+        stage.load_records(tmp_path / "nope.jsonl")

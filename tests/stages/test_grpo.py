@@ -1,0 +1,93 @@
+"""grpo stage: dataset, rewards, freezing, LoRA targets, and a few real TRL steps."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vlrl import paths
+from vlrl.config import GRPOConfig, load_experiment
+from vlrl.errors import StageError
+from vlrl.records import read_records
+from vlrl.stages import grpo
+
+
+def test_dataset_columns(project: Path, shapes_data: Path) -> None:
+    cfg = load_experiment("tiny_shapes")
+    records = read_records(shapes_data / "train.jsonl")
+    ds = grpo.build_dataset(records, shapes_data, cfg)
+    row = ds[0]
+    assert (
+        row["prompt"][0]["content"][0] == {"type": "image"}
+        or row["prompt"][0]["content"][0]["type"] == "image"
+    )
+    assert row["images"][0].size == (112, 112)  # decoded PIL image, as TRL expects
+    assert {"answer", "problem_type", "boxes", "options", "task"} <= set(ds.column_names)
+
+
+def test_named_reward_logs_registry_name() -> None:
+    from trl.trainer.utils import get_callable_name
+
+    reward = grpo.NamedReward("common.format")
+    assert get_callable_name(reward) == "common.format"
+    assert reward(["<think>a</think><answer>1</answer>"]) == [1.0]
+
+
+def test_freeze_vision_really_freezes(tiny_model_dir: Path) -> None:
+    model, _ = grpo.load_policy(tiny_model_dir, GRPOConfig(freeze_vision=True))
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
+    assert frozen and all(grpo.VISION_KEY in n for n in frozen)
+    assert trainable and not any(grpo.VISION_KEY in n for n in trainable)
+
+
+def test_lora_targets_exclude_vision(tiny_model_dir: Path) -> None:
+    from peft import get_peft_model
+
+    model, _ = grpo.load_policy(tiny_model_dir, GRPOConfig())
+    peft_model = get_peft_model(model, grpo.peft_config(GRPOConfig(lora=True)))
+    adapted = [n for n, _ in peft_model.named_parameters() if "lora_" in n]
+    assert adapted and not any(grpo.VISION_KEY in n for n in adapted)
+
+
+def test_missing_input_named(project: Path) -> None:
+    with pytest.raises(StageError, match=r"train\.jsonl is missing"):
+        grpo.run("tiny_shapes", load_experiment("tiny_shapes"))
+
+
+@pytest.mark.slow
+def test_a_few_real_steps_log_rewards_and_change_weights(
+    project: Path, shapes_data: Path, tiny_model_dir: Path
+) -> None:
+    from safetensors.torch import load_file
+
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    cfg = load_experiment(
+        "tiny_shapes",
+        [
+            "sft.enabled=false",
+            "grpo.max_steps=2",
+            "grpo.logging_steps=1",
+            "grpo.per_device_train_batch_size=4",
+            "grpo.num_generations=2",
+            "grpo.max_completion_length=8",
+            "grpo.learning_rate=0.01",
+        ],
+    )
+    grpo.run("tiny_shapes", cfg)
+    out = paths.grpo_dir("tiny_shapes")
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["steps"] == 2
+    logged = [h for h in summary["log_history"] if "reward" in h]
+    for name in cfg.grpo.rewards:
+        values = [h[f"rewards/{name}/mean"] for h in logged]
+        assert values and all(0.0 <= v <= 1.0 for v in values)
+    before = load_file(tiny_model_dir / "model.safetensors")
+    after = load_file(out / grpo.FINAL / "model.safetensors")
+    assert any(not before[k].equal(after[k]) for k in before)
+    curves = out / grpo.DVCLIVE / "plots" / "metrics"
+    assert (curves / "train" / "reward.tsv").is_file() or any(curves.rglob("reward*.tsv"))

@@ -1,0 +1,155 @@
+"""The score stage on synthetic predictions files (rules only; the judge is tested against a real
+server in tests/scoring/test_judge.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vlrl import paths
+from vlrl.cli import app
+from vlrl.config import load_experiment
+from vlrl.errors import StageError
+from vlrl.scoring.stats import proportion_ci
+from vlrl.stages import score
+
+REPO = Path(__file__).resolve().parents[2]
+EXP, BENCH = "tiny_shapes", "shapes_test"
+
+# id, task, problem_type, answer, options, boxes, response, expected correct, expected score
+# fmt: off
+ROWS = [
+    ("c1", "color", "multiple_choice", "B", ["red", "blue", "green", "yellow"], [],
+     "<think>it is blue</think><answer>B</answer>", 1, 1.0),
+    ("c2", "color", "multiple_choice", "C", ["red", "blue", "green", "yellow"], [],
+     "<think>hmm</think><answer>green</answer>", 1, 1.0),
+    ("c3", "color", "multiple_choice", "A", ["red", "blue", "green", "yellow"], [],
+     "<think>hmm</think><answer>D</answer>", 0, 0.0),
+    ("n1", "count", "numerical", "3", [], [], "<think>1 2 3</think><answer>3</answer>", 1, 1.0),
+    ("n2", "count", "numerical", "2", [], [], "<think>one, two</think><answer>4</answer>", 0, 0.0),
+    ("n3", "arithmetic", "numerical", "5", [], [], "<think>2 plus 3</think> 5", 1, 1.0),
+    ("g1", "grounding", "grounding", "[10, 10, 30, 30]", [], [[10, 10, 30, 30]],
+     "<answer>[10, 10, 30, 30]</answer>", 1, 1.0),
+    ("g2", "grounding", "grounding", "[10, 10, 30, 30]", [], [[10, 10, 30, 30]],
+     "<answer>[20, 10, 40, 30]</answer>", 0, 1 / 3),
+    ("f1", "caption", "free_form", "a red circle", [], [],
+     "<answer>a red circle</answer>", 1, 1.0),
+    ("f2", "caption", "free_form", "a red circle and a blue square", [], [],
+     "<answer>a red circle</answer>", 0, 0.6),
+]
+# fmt: on
+
+
+def write_predictions(rows, checkpoint: str = "grpo", bench: str = BENCH) -> Path:
+    path = paths.predictions_file(EXP, checkpoint, bench)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for rid, task, ptype, answer, options, boxes, response, *_ in rows:
+        lines.append(
+            json.dumps(
+                {
+                    "id": rid,
+                    "task": task,
+                    "problem_type": ptype,
+                    "problem": f"question {rid}",
+                    "answer": answer,
+                    "options": options,
+                    "boxes": boxes,
+                    "images": [f"images/test/{rid}.png"],
+                    "prompt": f"question {rid} First output the thinking process…",
+                    "response": response,
+                    "model": f"results/{EXP}/{checkpoint}",
+                    "checkpoint": checkpoint,
+                }
+            )
+        )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    shutil.copytree(REPO / "config", tmp_path / "config")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def test_scores_file_contract(project):
+    write_predictions(ROWS)
+    score.run(EXP, load_experiment(EXP), "grpo", BENCH)
+    data = json.loads(paths.scores_file(EXP, "grpo", BENCH).read_text())
+
+    assert list(data)[:8] == [
+        "experiment", "checkpoint", "benchmark", "n", "accuracy", "ci_low", "ci_high", "per_task",
+    ]  # fmt: skip
+    assert (data["experiment"], data["checkpoint"], data["benchmark"]) == (EXP, "grpo", BENCH)
+    assert data["judge"] is None
+    expected = {r[0]: (r[7], r[8]) for r in ROWS}
+    for item in data["items"]:
+        assert (item["correct"], item["score"]) == pytest.approx(expected[item["id"]]), item["id"]
+        assert item["method"] == "rule" and item["judge_reply"] is None
+        assert set(item) >= {"id", "task", "problem_type", "extracted", "correct", "score"}
+    k = sum(r[7] for r in ROWS)
+    assert data["n"] == len(ROWS) and data["accuracy"] == k / len(ROWS)
+    assert (data["ci_low"], data["ci_high"]) == pytest.approx(proportion_ci(k, len(ROWS)))
+    assert sorted(data["per_task"]) == ["arithmetic", "caption", "color", "count", "grounding"]
+    color = data["per_task"]["color"]
+    assert (color["n"], color["accuracy"]) == (3, pytest.approx(2 / 3))
+    assert (color["ci_low"], color["ci_high"]) == pytest.approx(proportion_ci(2, 3))
+    by_id = {item["id"]: item for item in data["items"]}
+    assert by_id["n3"]["extracted"] == "5"  # text after </think> when there is no answer tag
+    assert not list(paths.scores_file(EXP, "grpo", BENCH).parent.glob("*.tmp-*"))
+
+
+def test_iou_threshold_comes_from_the_config(project):
+    write_predictions(ROWS)
+    cfg = load_experiment(EXP, ["score.iou_threshold=0.3"])
+    score.run(EXP, cfg, "grpo", BENCH)
+    items = json.loads(paths.scores_file(EXP, "grpo", BENCH).read_text())["items"]
+    assert {i["id"]: i["correct"] for i in items}["g2"] == 1  # IoU 1/3 ≥ 0.3
+
+
+def test_missing_predictions_name_the_file(project):
+    with pytest.raises(StageError, match=r"predictions/grpo/shapes_test\.jsonl do not exist"):
+        score.run(EXP, load_experiment(EXP), "grpo", BENCH)
+
+
+def test_checkpoint_not_evaluated_is_an_error(project):
+    write_predictions(ROWS, checkpoint="sft")
+    cfg = load_experiment(EXP, ["sft.enabled=false"])
+    with pytest.raises(StageError, match=r"'sft' is not evaluated"):
+        score.run(EXP, cfg, "sft", BENCH)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda text: text + "{not json\n", r"shapes_test\.jsonl:11: not valid JSON"),
+        (lambda text: text + text.splitlines()[0] + "\n", r":11: id 'c1' appears twice"),
+        (lambda text: text.replace('"response"', '"reply"', 1), r":1: missing \['response'\]"),
+        (lambda text: text.replace('"numerical"', '"detection"', 1), r":4: no scoring rule"),
+        (lambda text: "", r"has no predictions"),
+    ],
+    ids=["bad-json", "duplicate-id", "missing-key", "unknown-type", "empty"],
+)
+def test_bad_predictions_name_the_line(project, mutate, match):
+    path = write_predictions(ROWS)
+    path.write_text(mutate(path.read_text()))
+    with pytest.raises(StageError, match=match):
+        score.run(EXP, load_experiment(EXP), "grpo", BENCH)
+    assert not paths.scores_file(EXP, "grpo", BENCH).exists()
+
+
+def test_cli_runs_the_stage_and_reports_errors(project):
+    runner = CliRunner()
+    missing = runner.invoke(app, ["score", EXP, "grpo", BENCH])
+    assert missing.exit_code == 2
+    write_predictions(ROWS)
+    ok = runner.invoke(app, ["score", EXP, "grpo", BENCH])
+    assert ok.exit_code == 0, ok.output
+    assert paths.scores_file(EXP, "grpo", BENCH).is_file()

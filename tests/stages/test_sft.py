@@ -1,0 +1,60 @@
+"""sft stage: the LLaMA-Factory files it writes, and its errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vlrl.config import SFTConfig, load_experiment
+from vlrl.data.convert import SHAREGPT_DATASET_INFO, to_sharegpt
+from vlrl.errors import StageError
+from vlrl.prompts import PROMPTS
+from vlrl.records import read_records
+from vlrl.stages import sft
+
+
+def test_train_args_on_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sft, "has_accelerator", lambda: False)
+    args = sft.train_args(SFTConfig(extra={"logging_steps": 1}), tmp_path, tmp_path, tmp_path, 7)
+    assert args["template"] == "qwen2_vl"
+    assert (args["bf16"], args["use_cpu"]) == (False, True)  # bf16 on CPU raises in transformers
+    assert args["seed"] == args["data_seed"] == 7
+    assert args["logging_steps"] == 1  # extra keys pass through last
+    assert "lora_rank" not in args
+
+
+def test_lora_args(tmp_path: Path) -> None:
+    args = sft.train_args(
+        SFTConfig(finetuning_type="lora", lora_rank=4), tmp_path, tmp_path, tmp_path, 0
+    )
+    assert args["finetuning_type"] == "lora" and args["lora_rank"] == 4
+
+
+def test_sharegpt_rows_match_llamafactory_format(shapes_data: Path) -> None:
+    records = read_records(shapes_data / "train.jsonl")
+    row = to_sharegpt(records[0], PROMPTS["think_answer"], shapes_data)
+    user, assistant = row["messages"]
+    # LLaMA-Factory needs one <image> per image (libraries.md §2)
+    assert user["content"].count("<image>") == len(row["images"]) == 1
+    assert Path(row["images"][0]).is_absolute() and Path(row["images"][0]).is_file()
+    assert PROMPTS["think_answer"].is_well_formed(assistant["content"])
+    assert set(SHAREGPT_DATASET_INFO["columns"]) == {"messages", "images"}
+
+
+def test_missing_inputs_named(project: Path) -> None:
+    with pytest.raises(StageError, match=r"train\.jsonl"):
+        sft.run("tiny_shapes", load_experiment("tiny_shapes"))
+    assert not (project / "results/tiny_shapes/sft").exists()
+
+
+def test_llamafactory_cli_env_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "llamafactory-cli"
+    fake.write_text("")
+    monkeypatch.setenv("VLRL_LLAMAFACTORY_CLI", str(fake))
+    assert sft.llamafactory_cli() == str(fake)
+
+
+def test_dataset_info_is_json_serialisable() -> None:
+    json.dumps(SHAREGPT_DATASET_INFO)

@@ -1,0 +1,159 @@
+"""dvc.yaml is generated from the Snakemake DAG: it is not stale, and its stages are right."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vlrl import paths
+from vlrl.config import load_experiment, load_model
+from vlrl.errors import VlrlError
+from vlrl.workflow import dvc_export
+from vlrl.workflow.dag import dag_jobs
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+EXP = "tiny_shapes"
+
+
+@pytest.fixture(scope="module")
+def tiny() -> dict:
+    """dvc.yaml content for tiny_shapes alone, built from the DAG in memory."""
+    return dvc_export.build(dag_jobs(config={"experiments": [EXP]}, root=ROOT))
+
+
+def test_committed_dvc_yaml_is_not_stale():
+    committed = (ROOT / "dvc.yaml").read_text()
+    assert dvc_export.render(ROOT) == committed, (
+        "dvc.yaml differs from the Snakemake DAG; regenerate it with `vlrl dvc-yaml`"
+    )
+
+
+def test_check_mode_names_the_stale_file(tmp_path, monkeypatch):
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    monkeypatch.setattr(dvc_export, "render", lambda root=None: "stages:\n  data--x: {}\n")
+    with pytest.raises(VlrlError, match=r"dvc.yaml is stale.*vlrl dvc-yaml"):
+        dvc_export.main(check_only=True, root=tmp_path)
+    dvc_export.main(root=tmp_path)  # writes it
+    assert (tmp_path / "dvc.yaml").read_text() == "stages:\n  data--x: {}\n"
+    assert (tmp_path / "dvc.yaml").stat().st_mode & 0o777 == 0o644
+    dvc_export.main(check_only=True, root=tmp_path)  # now up to date
+
+
+def test_tiny_shapes_stage_names(tiny):
+    cfg = load_experiment(EXP)
+    evals = [f"{c}--{b}" for c in cfg.checkpoints for b in cfg.benchmarks]
+    expected = [
+        f"data--{EXP}",
+        f"base_model--{cfg.base_model}",
+        f"sft--{EXP}",
+        f"grpo--{EXP}",
+        f"merge--{EXP}",
+        *(f"infer--{EXP}--{e}" for e in evals),
+        *(f"score--{EXP}--{e}" for e in evals),
+        f"report--{EXP}",
+    ]
+    assert cfg.sft.enabled and cfg.grpo.enabled, "the embedded default runs every stage"
+    assert list(tiny["stages"]) == expected
+
+
+def _outs(stage: dict, kind: str = "outs") -> list[str]:
+    return [next(iter(o)) for o in stage.get(kind, [])]
+
+
+def _params(stage: dict) -> dict[str, list[str]]:
+    return {k: v for entry in stage.get("params", []) for k, v in entry.items()}
+
+
+def test_tiny_shapes_stage_contents(tiny):
+    cfg = load_experiment(EXP)
+    stages = tiny["stages"]
+    exp_file = "config/experiments/tiny_shapes.yaml"
+    model_dir = str(paths.model_resource(cfg.base_model))
+    data_dir = str(paths.data_dir(EXP))
+
+    data = stages[f"data--{EXP}"]
+    assert data["cmd"] == f"vlrl data {EXP}"
+    assert _outs(data) == [data_dir]
+    assert data["outs"][0][data_dir] == {"persist": False}
+    assert _params(data) == {exp_file: ["seed", "data"]}
+    assert "workflow_scripts/vlrl/stages/data.py" in data["deps"]
+
+    model = stages[f"base_model--{cfg.base_model}"]
+    assert model["cmd"] == f"vlrl base-model {cfg.base_model}"
+    assert _outs(model) == [model_dir]
+    model_keys = list(yaml.safe_load(paths.model_file(cfg.base_model).read_text()))
+    assert _params(model) == {f"config/models/{cfg.base_model}.yaml": model_keys}
+    load_model(cfg.base_model)
+
+    sft = stages[f"sft--{EXP}"]
+    assert sft["cmd"] == f"vlrl sft {EXP}"
+    assert sft["deps"][:2] == [data_dir, model_dir]
+    assert _params(sft) == {exp_file: ["seed", "prompt", "sft"]}
+
+    grpo = stages[f"grpo--{EXP}"]
+    assert grpo["deps"][:2] == [data_dir, str(paths.sft_dir(EXP))]
+    assert _params(grpo) == {exp_file: ["seed", "prompt", "grpo"]}
+    assert "workflow_scripts/vlrl/rewards/common.py" in grpo["deps"]
+
+    merge = stages[f"merge--{EXP}"]
+    assert str(paths.grpo_dir(EXP)) in merge["deps"]
+    assert _outs(merge) == [str(paths.merged_model_dir(EXP))]
+
+    bench = cfg.benchmarks[0]
+    for checkpoint, model_out in [
+        ("base", model_dir),
+        ("sft", str(paths.sft_dir(EXP))),
+        ("grpo", str(paths.merged_model_dir(EXP))),
+    ]:
+        infer = stages[f"infer--{EXP}--{checkpoint}--{bench}"]
+        assert infer["cmd"] == f"vlrl infer {EXP} {checkpoint} {bench}"
+        assert model_out in infer["deps"]
+        assert data_dir in infer["deps"]
+        assert f"config/benchmarks/{bench}.yaml" in infer["deps"]
+        assert _outs(infer) == [str(paths.predictions_file(EXP, checkpoint, bench))]
+        assert _params(infer) == {exp_file: ["seed", "prompt", "infer"]}
+        score = stages[f"score--{EXP}--{checkpoint}--{bench}"]
+        assert score["deps"][0] == str(paths.predictions_file(EXP, checkpoint, bench))
+        assert _outs(score) == [str(paths.scores_file(EXP, checkpoint, bench))]
+        # tiny_shapes leaves `score` at its defaults: DVC would reject an absent params key
+        assert "params" not in score
+
+    report = stages[f"report--{EXP}"]
+    assert report["cmd"] == f"vlrl report {EXP}"
+    scores = [str(paths.scores_file(EXP, c, bench)) for c in cfg.checkpoints]
+    assert report["deps"][: len(scores)] == scores
+    assert _outs(report) == [str(paths.report_dir(EXP))]
+    assert report["metrics"] == [{str(paths.metrics_file(EXP)): {"cache": False}}]
+    assert _params(report) == {exp_file: ["benchmarks", "infer"]}
+
+    assert tiny["plots"] == [{f"results/{EXP}/grpo/dvclive/plots/metrics": {"x": "step"}}]
+
+
+def test_no_stage_writes_into_another_stages_output(tiny):
+    outs = [o for s in tiny["stages"].values() for o in [*_outs(s), *_outs(s, "metrics")]]
+    for a in outs:
+        for b in outs:
+            assert a == b or not a.startswith(b + "/"), f"{a} lies inside {b}"
+
+
+def test_dvc_parses_the_generated_stages(tmp_path):
+    """DVC accepts the names (no '@': DVC reserves it) and the stage schema."""
+    (tmp_path / "dvc.yaml").write_text((ROOT / "dvc.yaml").read_text())
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+    subprocess.run(["dvc", "init", "--no-scm", "-q"], cwd=tmp_path, env=env, check=True)
+    out = subprocess.run(
+        ["dvc", "stage", "list", "--name-only"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    committed = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    assert out.stdout.split() == list(committed["stages"])

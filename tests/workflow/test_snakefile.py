@@ -1,0 +1,99 @@
+"""The Snakemake workflow: lint, dry runs of every experiment, profiles, config schema."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vlrl.workflow.check import params_problems
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+SCHEMA = ROOT / "config" / "schema" / "params.schema.yaml"
+
+
+def snakemake(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(
+        [str(BIN / "snakemake"), *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
+
+
+def _experiments() -> list[str]:
+    listed = yaml.safe_load((ROOT / "params.yaml").read_text())["experiments"]
+    files = sorted(p.stem for p in (ROOT / "config" / "experiments").glob("*.yaml"))
+    return sorted(set(listed) | set(files))
+
+
+def test_lint_is_clean():
+    out = snakemake("--lint")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Lints for" not in out.stdout + out.stderr
+
+
+def test_dry_run_default_target():
+    out = snakemake("-n", "--quiet", "rules")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("exp", _experiments())
+def test_dry_run_each_experiment(exp):
+    out = snakemake("-n", "--quiet", "rules", "--config", f"experiments=[{exp}]")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "report" in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("profile", ["local", "slurm"])
+def test_profiles_parse(profile):
+    out = snakemake("-n", "--quiet", "rules", "--profile", f"profiles/{profile}")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_slurm_profile_requests_gpus_as_resources():
+    """GPUs through the `gpu` resource; the plugin rejects --gres/--gpus in slurm_extra."""
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+    for rule in ("sft", "grpo", "infer"):
+        assert profile["set-resources"][rule]["gpu"] >= 1
+    text = yaml.safe_dump(profile)
+    assert "--gres" not in text and "--gpus" not in text
+
+
+# ---------------------------------------------------------------------------------- schema
+def _walk(schema: dict, where: str = "params.yaml"):
+    for key, sub in schema.get("properties", {}).items():
+        yield f"{where}.{key}", sub
+        yield from _walk(sub, f"{where}.{key}")
+
+
+def test_schema_describes_and_defaults_every_key():
+    schema = yaml.safe_load(SCHEMA.read_text())
+    assert schema["additionalProperties"] is False
+    for where, sub in _walk(schema):
+        assert sub.get("description"), f"{where} has no description"
+        assert "default" in sub, f"{where} has no default"
+
+
+def test_params_yaml_matches_schema():
+    assert params_problems(yaml.safe_load((ROOT / "params.yaml").read_text())) == []
+
+
+def test_schema_rejects_an_unknown_key():
+    problems = params_problems({"experiments": ["tiny_shapes"], "experiment": ["x"]})
+    assert len(problems) == 1 and "'experiment' was unexpected" in problems[0]
+
+
+def test_snakemake_rejects_an_unknown_params_key(tmp_path):
+    for item in ("Snakefile", "rules", "config"):
+        src = ROOT / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
+    (tmp_path / "params.yaml").write_text("experiments: [tiny_shapes]\nexperimnets: [oops]\n")
+    out = snakemake("-n", cwd=tmp_path)
+    assert out.returncode != 0
+    assert "'experimnets' was unexpected" in out.stdout + out.stderr

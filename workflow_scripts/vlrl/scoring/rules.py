@@ -1,0 +1,150 @@
+"""Rule-based scoring of one response: extract the final answer, then compare it by problem type.
+
+The reasoning is stripped before any matcher (reference/evaluation.md §0.1):
+
+1. the content of the last ``<answer>…</answer>`` (:func:`vlrl.answers.extract_answer`);
+2. if there is no answer tag, the text after the last ``</think>``;
+3. if there is neither, the whole response.
+
+The comparison per ``problem_type`` (``correct`` is 0/1, ``score`` is continuous in [0, 1]):
+
+- multiple_choice: the option letter (``B``, ``(B)``, ``B. red``) or the option's text (``red``
+  when ``options[1] == "red"``) names the reference option; score = correct.
+- yes_no: normalised equality (:func:`vlrl.answers.normalize_text`); score = correct.
+- numerical: the single number in the answer equals the reference; if not, Math-Verify
+  (``verify(parse(gold), parse(pred))``, gold first) decides, so ``3.0``, ``\\frac{1}{2}``,
+  ``1,000`` and ``x = 3`` count. Math-Verify's timeouts use ``signal.alarm``: call
+  :func:`score_item` from the main thread (it raises ValueError in other threads).
+- grounding: IoU of the first box in the answer with ``boxes[0]``; correct iff IoU ≥ the
+  threshold; score = IoU.
+- free_form / ocr: correct iff the normalised texts are equal; score = ROUGE-L F1.
+
+The per-type matchers are :func:`vlrl.rewards.common.answer_accuracy` (the same code the rewards
+use); this module adds the fallback span, the option-text match, Math-Verify and the threshold.
+"""
+
+from __future__ import annotations
+
+import re
+
+from math_verify import parse, verify
+
+from vlrl.answers import extract_answer, normalize_text, parse_letter
+from vlrl.rewards.common import answer_accuracy
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_PLAIN_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_FRACTION = re.compile(r"\s*-?\d+\s*/\s*\d+\s*")
+
+
+def answer_span(response: str) -> str:
+    """The part of a response that holds the final answer (see the module docstring).
+
+    >>> answer_span("<think>first 3</think><answer> 5 </answer>")
+    '5'
+    >>> answer_span("<think>first 3</think> so 5")
+    'so 5'
+    >>> answer_span(" 5 ")
+    '5'
+    """
+    extracted = extract_answer(response)
+    if extracted is not None:
+        return extracted
+    if "</think>" in response:
+        return response.rsplit("</think>", 1)[1].strip()
+    return response.strip()
+
+
+def _as_answer(span: str) -> str:
+    """Wrap a span so :func:`answer_accuracy` (which reads ``<answer>``) scores exactly it."""
+    return f"<answer>{span}</answer>"
+
+
+def _option_letter(text: str, options: list[str]) -> str | None:
+    """The letter of the option whose text is ``text`` (normalised), else its leading letter."""
+    norm = normalize_text(text)
+    for i, option in enumerate(options[: len(LETTERS)]):
+        if norm and norm == normalize_text(option):
+            return LETTERS[i]
+    return parse_letter(text)
+
+
+def _unambiguous(span: str) -> bool:
+    """Whether Math-Verify may read ``span``: LaTeX, a plain fraction, or at most one number.
+
+    Math-Verify takes the last number of prose (``"3 or 4"`` parses to 4); a span that names
+    several numbers is not an answer, so it is left to the judge.
+
+    >>> [_unambiguous(s) for s in ["3 or 4", "1,000", "\\\\frac{1}{2}", "3/4", "x = 3"]]
+    [False, True, True, True, True]
+    """
+    return "\\" in span or bool(_FRACTION.fullmatch(span)) or len(_PLAIN_NUMBER.findall(span)) <= 1
+
+
+def _numbers_equal(span: str, answer: str) -> bool:
+    if not _unambiguous(span):
+        return False
+    gold = parse(answer)
+    pred = parse(span)
+    return bool(gold and pred and verify(gold, pred))
+
+
+def score_item(
+    response: str,
+    answer: str,
+    problem_type: str,
+    options: list[str] | None = None,
+    boxes: list | None = None,
+    iou_threshold: float = 0.5,
+) -> tuple[str | None, float, int]:
+    """Score one response against its reference.
+
+    Returns:
+        ``(extracted, score, correct)``: the answer span that was scored (None when it is empty),
+        a continuous score in [0, 1] and 0/1 correctness.
+
+    Raises:
+        ValueError: for a problem type without a rule (``detection``).
+
+    >>> score_item("<think>.</think><answer>(B)</answer>", "B", "multiple_choice", ["red", "blue"])
+    ('(B)', 1.0, 1)
+    >>> score_item("<answer>blue</answer>", "B", "multiple_choice", ["red", "blue"])
+    ('blue', 1.0, 1)
+    >>> score_item("<answer>\\\\frac{1}{2}</answer>", "0.5", "numerical")
+    ('\\\\frac{1}{2}', 1.0, 1)
+    >>> score_item("<answer>[0, 0, 10, 10]</answer>", "[0, 0, 10, 20]", "grounding",
+    ...            boxes=[[0, 0, 10, 20]])
+    ('[0, 0, 10, 10]', 0.5, 1)
+    """
+    options = options or []
+    span = answer_span(response)
+    if not span:
+        if problem_type not in _TYPES:
+            raise ValueError(f"no scoring rule for problem_type {problem_type!r}")
+        return None, 0.0, 0
+    wrapped = _as_answer(span)
+
+    if problem_type == "multiple_choice":
+        gold = _option_letter(answer, options)
+        pred = _option_letter(span, options)
+        correct = int(gold is not None and pred == gold)
+        return span, float(correct), correct
+    if problem_type == "yes_no":
+        score = answer_accuracy(wrapped, answer, problem_type)
+        return span, score, int(score == 1.0)
+    if problem_type == "numerical":
+        correct = int(answer_accuracy(wrapped, answer, problem_type) == 1.0)
+        if not correct:
+            correct = int(_numbers_equal(span, answer))
+        return span, float(correct), correct
+    if problem_type == "grounding":
+        box = boxes[0] if boxes else None
+        iou = answer_accuracy(wrapped, answer, problem_type, box)
+        return span, iou, int(iou >= iou_threshold)
+    if problem_type in {"free_form", "ocr"}:
+        score = answer_accuracy(wrapped, answer, problem_type)
+        return span, score, int(normalize_text(span) == normalize_text(answer))
+    raise ValueError(f"no scoring rule for problem_type {problem_type!r}")
+
+
+_TYPES = frozenset({"multiple_choice", "yes_no", "numerical", "grounding", "free_form", "ocr"})

@@ -1,0 +1,112 @@
+"""Confidence intervals for accuracies and paired comparisons of two models on the same items.
+
+See reference/evaluation.md §6: a one-point gap is noise unless the comparison is paired, so the
+report gives a Wilson interval per accuracy and, for two checkpoints on the same items, the
+bootstrap interval of the mean paired difference and McNemar's exact test on the discordant items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy.stats import binomtest
+
+
+def proportion_ci(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for ``k`` successes in ``n`` trials.
+
+    Raises:
+        ValueError: when ``n`` is 0 (there is no interval for no items) or ``k`` is not in [0, n].
+
+    >>> low, high = proportion_ci(50, 100)
+    >>> round(low, 4), round(high, 4)
+    (0.4038, 0.5962)
+    >>> proportion_ci(0, 10)[0]
+    0.0
+    """
+    if n <= 0:
+        raise ValueError("proportion_ci: n must be positive (no items scored)")
+    if not 0 <= k <= n:
+        raise ValueError(f"proportion_ci: k={k} is not between 0 and n={n}")
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def accuracy_summary(correct: Sequence[int], confidence: float = 0.95) -> dict[str, Any]:
+    """``{"n", "accuracy", "ci_low", "ci_high"}`` of 0/1 correctness (Wilson interval).
+
+    >>> accuracy_summary([1, 0, 1, 1])["accuracy"]
+    0.75
+    """
+    n = len(correct)
+    k = int(sum(correct))
+    low, high = proportion_ci(k, n, confidence)
+    return {"n": n, "accuracy": k / n, "ci_low": low, "ci_high": high}
+
+
+def paired_difference(
+    a: np.ndarray,
+    b: np.ndarray,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Compare two models' 0/1 correctness on the same items (``a[i]`` and ``b[i]``: item ``i``).
+
+    Returns a dict with:
+        ``n``; ``mean_a``, ``mean_b``; ``diff`` = mean(a − b); ``ci_low``/``ci_high``: percentile
+        bootstrap interval of ``diff`` (items resampled with ``numpy.random.default_rng(seed)``);
+        ``a_only`` / ``b_only``: items only ``a`` / only ``b`` gets right; ``discordant_fraction``
+        = (a_only + b_only) / n; ``p_value``: McNemar's exact two-sided test, a binomial test of
+        ``a_only`` out of the discordant items against 1/2 (1.0 when there are none).
+
+    Raises:
+        ValueError: if the arrays differ in length, are empty, or hold values other than 0 and 1,
+            or ``resamples`` is below 1.
+
+    >>> a = np.array([1, 1, 1, 1, 1, 1, 0, 0, 1, 1])
+    >>> b = np.array([0, 0, 0, 0, 0, 1, 0, 0, 1, 1])
+    >>> r = paired_difference(a, b, resamples=1000, seed=0)
+    >>> r["diff"], r["a_only"], r["b_only"], r["discordant_fraction"], round(r["p_value"], 4)
+    (0.5, 5, 0, 0.5, 0.0625)
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"paired_difference: a{a.shape}, b{b.shape}: need 1-D, equal length")
+    if a.size == 0:
+        raise ValueError("paired_difference: no items")
+    if not (np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all()):
+        raise ValueError("paired_difference: a and b must hold 0/1 correctness")
+    if resamples < 1:
+        raise ValueError(f"paired_difference: resamples must be at least 1, got {resamples}")
+    n = a.size
+    d = a - b
+    a_only = int(np.sum(d > 0))
+    b_only = int(np.sum(d < 0))
+    discordant = a_only + b_only
+    p_value = float(binomtest(a_only, discordant, 0.5).pvalue) if discordant else 1.0
+
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    chunk = max(1, 2_000_000 // n)  # bound memory: resample indices chunk by chunk
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = d[idx].mean(axis=1)
+    alpha = 1.0 - confidence
+    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return {
+        "n": n,
+        "mean_a": float(a.mean()),
+        "mean_b": float(b.mean()),
+        "diff": float(d.mean()),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "a_only": a_only,
+        "b_only": b_only,
+        "discordant_fraction": discordant / n,
+        "p_value": p_value,
+    }

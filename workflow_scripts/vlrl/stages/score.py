@@ -1,0 +1,256 @@
+"""The ``score`` stage: per-item scores and accuracy of one checkpoint on one benchmark.
+
+Input: ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl`` (written by ``infer``).
+Output: ``results/<exp>/scores/<checkpoint>/<bench>.json``, written atomically::
+
+    {"experiment", "checkpoint", "benchmark", "n", "accuracy", "ci_low", "ci_high",
+     "per_task": {task: {"n", "accuracy", "ci_low", "ci_high"}},
+     "judge": null | {"model", "base_url", "mode", "calls", "failures", "cache_hits", ...},
+     "items": [{"id", "task", "problem_type", "extracted", "correct", "score", "method",
+                "judge_reply", "judge_error"}]}
+
+Every item is scored by the rules (:mod:`vlrl.scoring.rules`). With ``score.judge`` set, an
+LLM judge (:mod:`vlrl.scoring.judge`) then decides the items the rules marked wrong
+(``mode: fallback``, the Vision-SR1 protocol) or all items (``mode: always``), except grounding
+and detection items, which only IoU decides. A judged item has ``method: "judge"`` and
+``correct = score = verdict``. A judge failure (a call that failed after its retries, or a reply
+that is not a 0/1 verdict) fails the stage, naming the items, unless
+``score.judge.on_failure: score_zero``: then the item scores 0, ``judge_error`` says why, and
+``judge.failures`` counts it. Verdicts are cached in ``results/<exp>/judge_cache/``, so a rerun
+after a failure only asks again about the failed items.
+
+Accuracy is the mean of ``correct``; intervals are Wilson intervals at ``score.confidence``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from vlrl import paths
+from vlrl.answers import extract_answer
+from vlrl.config import ExperimentConfig
+from vlrl.errors import StageError
+from vlrl.files import read_jsonl, write_json
+from vlrl.scoring.judge import (
+    NOT_JUDGED,
+    Judge,
+    JudgeCache,
+    JudgeRequest,
+    judge_cache_dir,
+    render_question,
+    render_reference,
+)
+from vlrl.scoring.rules import score_item
+from vlrl.scoring.stats import accuracy_summary
+
+log = logging.getLogger(__name__)
+
+REQUIRED = ("id", "problem_type", "answer", "response")
+MAX_LISTED_FAILURES = 5
+
+
+def load_predictions(path: Path) -> list[dict[str, Any]]:
+    """Read a predictions file; a missing file, bad line, missing key or repeated id raises
+    StageError naming the file and line."""
+    if not path.is_file():
+        raise StageError(f"score: predictions {path} do not exist; run the infer stage first")
+    try:
+        rows = read_jsonl(path)
+    except ValueError as exc:
+        raise StageError(f"score: {exc}") from None
+    if not rows:
+        raise StageError(f"score: {path} has no predictions")
+    seen: set[str] = set()
+    for lineno, row in enumerate(rows, 1):
+        missing = [k for k in REQUIRED if k not in row]
+        if missing:
+            raise StageError(f"score: {path}:{lineno}: missing {missing}")
+        if not isinstance(row["response"], str):
+            raise StageError(f"score: {path}:{lineno}: response is not text: {row['response']!r}")
+        if row["id"] in seen:
+            raise StageError(f"score: {path}:{lineno}: id {row['id']!r} appears twice")
+        seen.add(row["id"])
+    return rows
+
+
+def rule_scores(rows: list[dict[str, Any]], iou_threshold: float, where: Path) -> list[dict]:
+    """Score every row by the rules; the item dicts of the scores file."""
+    items = []
+    for lineno, row in enumerate(rows, 1):
+        try:
+            extracted, score, correct = score_item(
+                row["response"],
+                str(row["answer"]),
+                row["problem_type"],
+                row.get("options") or [],
+                row.get("boxes") or [],
+                iou_threshold,
+            )
+        except ValueError as exc:
+            raise StageError(f"score: {where}:{lineno}: {exc}") from None
+        items.append(
+            {
+                "id": row["id"],
+                "task": row.get("task") or row["problem_type"],
+                "problem_type": row["problem_type"],
+                "extracted": extracted,
+                "correct": correct,
+                "score": float(score),
+                "method": "rule",
+                "judge_reply": None,
+                "judge_error": None,
+            }
+        )
+    return items
+
+
+def judge_request(row: dict[str, Any]) -> JudgeRequest:
+    """What the judge sees: the question (with options), the reference and the candidate's
+    ``<answer>`` if it has one, else its whole response (reasoning included).
+
+    >>> r = judge_request({"id": "q1", "problem": "Color?", "options": ["red", "blue"],
+    ...                    "answer": "B", "problem_type": "multiple_choice",
+    ...                    "response": "<think>hmm</think><answer>blue</answer>"})
+    >>> r.question, r.reference, r.candidate
+    ('Color?\\nOptions: A. red  B. blue', 'B. blue', 'blue')
+    """
+    options = row.get("options") or []
+    answer = extract_answer(row["response"])
+    return JudgeRequest(
+        item_id=str(row["id"]),
+        question=render_question(str(row.get("problem") or ""), options),
+        reference=render_reference(str(row["answer"]), row["problem_type"], options),
+        candidate=answer if answer is not None else row["response"],
+    )
+
+
+def apply_judge(
+    exp: str, cfg: ExperimentConfig, rows: list[dict[str, Any]], items: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Ask the judge about the selected items, update them in place; the judge metadata."""
+    judge_cfg = cfg.score.judge
+    assert judge_cfg is not None
+    chosen = [
+        i
+        for i, item in enumerate(items)
+        if item["problem_type"] not in NOT_JUDGED
+        and (judge_cfg.mode == "always" or item["correct"] == 0)
+    ]
+    judge = Judge(judge_cfg, JudgeCache(judge_cache_dir(exp)))
+    log.info(
+        "score: judge %s (%s, mode %s): %d of %d items",
+        judge_cfg.model,
+        judge.metadata()["base_url"],
+        judge_cfg.mode,
+        len(chosen),
+        len(items),
+    )
+    requests = [judge_request(rows[i]) for i in chosen]
+    with Progress(
+        TextColumn("judge"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_console(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("judge", total=len(requests))
+        outcomes = judge.judge(requests, progress=lambda: bar.advance(task))
+
+    flipped = 0
+    for i, outcome in zip(chosen, outcomes, strict=True):
+        item = items[i]
+        item["method"] = "judge"
+        item["judge_reply"] = outcome.reply
+        if outcome.verdict is None:
+            item["judge_error"] = outcome.error
+            item["correct"], item["score"] = 0, 0.0
+            continue
+        flipped += int(outcome.verdict != item["correct"])
+        item["correct"], item["score"] = outcome.verdict, float(outcome.verdict)
+
+    meta = judge.metadata()
+    log.info(
+        "score: judge calls %d, cache hits %d, failures %d; verdict differs from the rules on %d",
+        meta["calls"],
+        meta["cache_hits"],
+        meta["failures"],
+        flipped,
+    )
+    if judge.stats.failures and judge_cfg.on_failure == "error":
+        listed = "; ".join(judge.stats.errors[:MAX_LISTED_FAILURES])
+        raise StageError(
+            f"score: the judge failed on {judge.stats.failures} of {len(requests)} items "
+            f"(first: {listed}). Verdicts so far are cached in {judge_cache_dir(exp)}; rerun, fix "
+            "the judge, or set score.judge.on_failure=score_zero to score failures as 0"
+        )
+    return meta
+
+
+def _console() -> Console:
+    """The console the CLI logs to (so the progress bar and log lines do not interleave)."""
+    for logger in (logging.getLogger("vlrl"), logging.getLogger()):
+        for handler in logger.handlers:
+            if isinstance(handler, RichHandler):
+                return handler.console
+    return Console(stderr=True)
+
+
+def summarize(items: list[dict[str, Any]], confidence: float) -> dict[str, Any]:
+    """Overall and per-task accuracy with intervals."""
+    by_task: dict[str, list[int]] = defaultdict(list)
+    for item in items:
+        by_task[item["task"]].append(int(item["correct"]))
+    overall = accuracy_summary([int(item["correct"]) for item in items], confidence)
+    per_task = {task: accuracy_summary(by_task[task], confidence) for task in sorted(by_task)}
+    return {**overall, "per_task": per_task}
+
+
+def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
+    """Score one checkpoint's predictions on one benchmark (see the module docstring)."""
+    if checkpoint not in cfg.checkpoints:
+        raise StageError(
+            f"score: checkpoint {checkpoint!r} is not evaluated by experiment {exp} "
+            f"(it evaluates {cfg.checkpoints}; see infer.checkpoints, sft.enabled, grpo.enabled)"
+        )
+    source = paths.predictions_file(exp, checkpoint, bench)
+    rows = load_predictions(source)
+    log.info("score: %s/%s on %s: %d items from %s", exp, checkpoint, bench, len(rows), source)
+    items = rule_scores(rows, cfg.score.iou_threshold, source)
+    rule_acc = sum(item["correct"] for item in items) / len(items)
+    log.info("score: rules: accuracy %.1f%%", 100 * rule_acc)
+
+    judge_meta = apply_judge(exp, cfg, rows, items) if cfg.score.judge is not None else None
+
+    summary = summarize(items, cfg.score.confidence)
+    out = paths.scores_file(exp, checkpoint, bench)
+    write_json(
+        out,
+        {
+            "experiment": exp,
+            "checkpoint": checkpoint,
+            "benchmark": bench,
+            **summary,
+            "confidence": cfg.score.confidence,
+            "judge": judge_meta,
+            "items": items,
+        },
+    )
+    log.info(
+        "score: %s/%s on %s: accuracy %.1f%% [%.1f, %.1f] (n=%d) → %s",
+        exp,
+        checkpoint,
+        bench,
+        100 * summary["accuracy"],
+        100 * summary["ci_low"],
+        100 * summary["ci_high"],
+        summary["n"],
+        out,
+    )
