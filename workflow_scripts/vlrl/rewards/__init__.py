@@ -9,13 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vlrl.rewards import common
+from vlrl.rewards import common, satori, sophiavl, vision_sr1, vlm_r1
 
 RewardFn = Callable[..., list[float | None]]
 
 REGISTRY: dict[str, RewardFn] = {
     "common.format": common.think_answer_format_reward,
     "common.accuracy": common.accuracy_reward,
+    # Each family module declares its own ``REWARDS`` (names already prefixed with the family).
+    **vlm_r1.REWARDS,
+    **vision_sr1.REWARDS,
+    **sophiavl.REWARDS,
+    **satori.REWARDS,
 }
 
 

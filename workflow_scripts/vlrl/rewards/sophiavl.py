@@ -1,0 +1,7 @@
+"""Rewards of the sophiavl recipe (being written)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+REWARDS: dict[str, Callable[..., list[float | None]]] = {}
