@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from scratch_project import Project
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 EXP, BENCH = "tiny_shapes", "shapes_test"
 TARGET = f"results/{EXP}/scores/base/{BENCH}.json"
 STAGE = f"score--{EXP}--base--{BENCH}"
 CHAIN = ["data--tiny_shapes", "base_model--tiny-qwen2.5-vl", f"infer--{EXP}--base--{BENCH}", STAGE]
-COPY = ["Snakefile", "rules", "config", "envs", "params.yaml", "dvc.yaml", "workflow_scripts"]
 NEEDED = ["vlrl.stages.data", "vlrl.stages.base_model", "vlrl.stages.infer", "vlrl.stages.score"]
 
 missing = [m for m in NEEDED if importlib.util.find_spec(m) is None]
@@ -33,61 +28,15 @@ pytestmark = [
 ]
 
 
-class Project:
-    """A throwaway git + DVC copy of the project; its own code runs (PYTHONPATH)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        for item in COPY:
-            src = ROOT / item
-            if src.is_dir():
-                shutil.copytree(src, root / item, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy(src, root / item)
-        bench = root / "config" / "benchmarks" / f"{BENCH}.yaml"
-        bench.write_text(bench.read_text() + "max_items: 8\n")
-        self.env = {
-            **os.environ,
-            "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-            "PYTHONPATH": str(root / "workflow_scripts"),
-            "DVC_NO_ANALYTICS": "1",
-            "HF_HUB_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false",
-            "GIT_AUTHOR_NAME": "t",
-            "GIT_AUTHOR_EMAIL": "t@example.org",
-            "GIT_COMMITTER_NAME": "t",
-            "GIT_COMMITTER_EMAIL": "t@example.org",
-        }
-        self("git", "init", "-q")
-        self("dvc", "init", "-q")
-        shutil.copy(ROOT / ".dvcignore", root / ".dvcignore")
-        (root / ".gitignore").write_text((ROOT / ".gitignore").read_text())
-        self("git", "add", "-A")
-        self("git", "commit", "-qm", "copy")
-
-    def __call__(self, *args: str, check: bool = True) -> str:
-        out = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True, text=True)
-        text = out.stdout + out.stderr
-        if check and out.returncode != 0:
-            raise AssertionError(f"{' '.join(args)} failed ({out.returncode}):\n{text[-3000:]}")
-        return text
-
-    def snakemake(self, *args: str) -> str:
-        return self("snakemake", "--cores", "2", *args)
-
-    def outputs(self) -> dict[str, int]:
-        """mtime (ns) of every output file of the chain: changes iff something rewrote it."""
-        found = {}
-        for top in ("results", "resources"):
-            for path in (self.root / top).rglob("*"):
-                if path.is_file():
-                    found[str(path.relative_to(self.root))] = path.stat().st_mtime_ns
-        return found
+def make_project(tmp_path: Path) -> Project:
+    project = Project(tmp_path)
+    project.append(f"config/benchmarks/{BENCH}.yaml", "max_items: 8\n")
+    return project
 
 
 def test_snakemake_then_dvc(tmp_path):
     """After Snakemake built the chain, `dvc commit --force` makes `dvc repro` a no-op."""
-    project = Project(tmp_path)
+    project = make_project(tmp_path)
     project.snakemake(TARGET)
     status = project("dvc", "status", STAGE)
     assert "up to date" not in status, "without dvc.lock DVC must consider the stages changed"
@@ -106,7 +55,7 @@ def test_snakemake_then_dvc(tmp_path):
 
 def test_dvc_repro_twice_then_snakemake(tmp_path):
     """`dvc repro` twice: the second is a quick no-op; then `snakemake --touch` hands over."""
-    project = Project(tmp_path)
+    project = make_project(tmp_path)
     first = project("dvc", "repro", STAGE)
     assert first.count("Running stage") == len(CHAIN), first
 

@@ -16,6 +16,7 @@ RewardFn = Callable[..., list[float | None]]
 REGISTRY: dict[str, RewardFn] = {
     "common.format": common.think_answer_format_reward,
     "common.accuracy": common.accuracy_reward,
+    "common.correct": common.correct_reward,
     # Each family module declares its own ``REWARDS`` (names already prefixed with the family).
     **vlm_r1.REWARDS,
     **vision_sr1.REWARDS,

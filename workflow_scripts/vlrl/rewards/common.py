@@ -108,3 +108,47 @@ def accuracy_reward(
         answer_accuracy(completion_text(c), a, t, (b[0] if b else None))
         for c, a, t, b in zip(completions, answer, problem_type, boxes, strict=True)
     ]
+
+
+def answer_correct(
+    response: str, answer: str, problem_type: str, box: list[float] | None = None
+) -> float:
+    """Binary correctness, the benchmark's own rule: IoU >= 0.5 for grounding, an exact
+    normalised match for free-form text, :func:`answer_accuracy` (already 0/1) otherwise.
+
+    >>> answer_correct("<answer>[0, 0, 10, 8]</answer>", "", "grounding", [0, 0, 10, 10])
+    1.0
+    >>> answer_correct("<answer>a red circle</answer>", "a red circle and more", "free_form")
+    0.0
+    """
+    score = answer_accuracy(response, answer, problem_type, box)
+    if problem_type == "grounding":
+        return float(score >= IOU_THRESHOLD)
+    if problem_type in {"free_form", "ocr"}:
+        return float(score == 1.0)
+    return score
+
+
+IOU_THRESHOLD = 0.5
+
+
+def correct_reward(
+    completions: list[Any],
+    answer: list[str],
+    problem_type: list[str],
+    boxes: list | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """1.0 when the answer is right by the benchmark's rule (see :func:`answer_correct`), else 0.0.
+
+    Reads columns ``answer``, ``problem_type`` and, for grounding, ``boxes``.
+
+    >>> correct_reward(["<answer>[0, 0, 10, 6]</answer>"], answer=[""], problem_type=["grounding"],
+    ...                boxes=[[[0, 0, 10, 10]]])
+    [1.0]
+    """
+    boxes = boxes or [None] * len(completions)
+    return [
+        answer_correct(completion_text(c), a, t, (b[0] if b else None))
+        for c, a, t, b in zip(completions, answer, problem_type, boxes, strict=True)
+    ]

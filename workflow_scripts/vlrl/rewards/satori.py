@@ -1,7 +1,386 @@
-"""Rewards of the satori recipe (being written)."""
+"""Rewards of the SATORI-R1 recipe: caption → bbox → answer.
+
+Follows reference/sophiavl-satori.md §B1–§B2, i.e. the released ms-swift plugin (justairr/SATORI-R1
+``plugin.py`` @8923be7 and ``prompt.txt``). The four rewards are summed with weight 1 each (§B1
+"Combination", maximum 4).
+
+Columns read (vlrl canonical name first, SATORI's name accepted as well):
+
+- ``boxes`` — reference boxes, xyxy in original-image pixels (SATORI ``bboxs``);
+- ``image_sizes`` — ``[[width, height], …]``, the first image is used (SATORI ``width``/``height``);
+- ``possible_answers`` — the accepted answers (list[str]); absent → ``[answer]``;
+- ``caption`` — the reference caption (SATORI ``image_caption``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ast
+import functools
+import itertools
+import math
+import re
+from typing import Any
 
-REWARDS: dict[str, Callable[..., list[float | None]]] = {}
+from vlrl.rewards.common import completion_text
+
+CAPTION_BBOX_ANSWER_SYSTEM_PROMPT = (
+    "Given an image and a question, follow these steps: First, generate a brief image caption "
+    "describing the overall scene. Provide the caption inside <caption> </caption>. Next, "
+    "determine the relevant reasoning process for answering the question by identifying the most "
+    "relevant image regions. Enclose these coordinates in <bbox>[[x1,y1,x2,y2], ...]</bbox>. "
+    "Finally, provide the final answer to the question inside <answer> </answer> tags."
+)
+"""``prompt.txt``: the system prompt (``--system``); the user turn is the plain question."""
+
+SATORI_FORMAT_PATTERN = (
+    r"^\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<answer>.*?</answer>\s*$"
+)
+"""§B1 ``Format``: used with ``re.match`` and DOTALL | MULTILINE (trailing lines tolerated)."""
+
+CAPTION_BBOX_ANSWER_PATTERN = (
+    r"\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<answer>.*?</answer>\s*(?:\n.*)?"
+)
+"""The same language as a ``re.fullmatch`` (DOTALL) pattern, for prompts.py."""
+
+_FORMAT = re.compile(SATORI_FORMAT_PATTERN, re.DOTALL | re.MULTILINE)
+_BBOX = re.compile(r"<bbox>(.*?)</bbox>", re.DOTALL)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_CAPTION = re.compile(r"<caption>(.*?)</caption>", re.DOTALL)
+
+SATORI_MIN_PIXELS = 200704
+SATORI_MAX_PIXELS = 401408
+
+
+def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+    """``satori.format`` (§B1 ``external_format``): caption → bbox ``[[…]]`` → answer, 1.0 or 0.0.
+
+    Reads no columns.
+
+    >>> format_reward(["<caption>c</caption><bbox>[[1,2,3,4]]</bbox><answer>a</answer>",
+    ...                "<bbox>[[1,2,3,4]]</bbox><caption>c</caption><answer>a</answer>"])
+    [1.0, 0.0]
+    """
+    return [1.0 if _FORMAT.match(completion_text(c)) else 0.0 for c in completions]
+
+
+# --- bbox ----------------------------------------------------------------------------------------
+
+
+def smart_resize(
+    height: int,
+    width: int,
+    factor: int = 28,
+    min_pixels: int = SATORI_MIN_PIXELS,
+    max_pixels: int = SATORI_MAX_PIXELS,
+) -> tuple[int, int]:
+    """qwen-vl-utils 0.0.10 ``smart_resize``: the model-input ``(height, width)``.
+
+    >>> smart_resize(480, 640), smart_resize(1080, 1920)
+    ((476, 644), (448, 840))
+    """
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError(f"aspect ratio of {width}x{height} is above 200")
+    h_bar = max(factor, round(height / factor) * factor)
+    w_bar = max(factor, round(width / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = math.floor(height / beta / factor) * factor
+        w_bar = math.floor(width / beta / factor) * factor
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def parse_boxes(text: str) -> list[list[float]] | None:
+    """Boxes from the first ``<bbox>`` block as §B1 parses them; None when it scores 0.
+
+    ``ast.literal_eval``; a flat ``[x1, y1, x2, y2]`` is wrapped; every box must be a list of 4
+    numbers.
+
+    >>> parse_boxes("<bbox>[[1, 2, 3, 4], [5, 6, 7, 8]]</bbox>")
+    [[1, 2, 3, 4], [5, 6, 7, 8]]
+    >>> parse_boxes("<bbox>[1,2,3,4]</bbox>"), parse_boxes("<bbox>[[1,2,3]]</bbox>")
+    ([[1, 2, 3, 4]], None)
+    """
+    match = _BBOX.search(text)
+    if not match:
+        return None
+    try:
+        boxes = ast.literal_eval(match.group(1))
+    except (SyntaxError, ValueError):
+        return None
+    if isinstance(boxes, list) and all(not isinstance(x, list) for x in boxes):
+        boxes = [boxes]
+    if not isinstance(boxes, list) or any(
+        not (isinstance(b, list) and len(b) == 4 and all(isinstance(v, int | float) for v in b))
+        for b in boxes
+    ):
+        return None
+    return boxes
+
+
+Rect = tuple[float, float, float, float]
+
+
+def _rects(boxes: list[list[float]]) -> list[Rect]:
+    # shapely's box() area does not depend on corner order; zero-area boxes add nothing.
+    rects = [(min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2)) for x1, y1, x2, y2 in boxes]
+    return [r for r in rects if r[2] > r[0] and r[3] > r[1]]
+
+
+def _union_area(rects: list[Rect]) -> float:
+    """Area of a union of axis-aligned rectangles (coordinate compression along x)."""
+    xs = sorted({x for r in rects for x in (r[0], r[2])})
+    area = 0.0
+    for xa, xb in itertools.pairwise(xs):
+        spans = sorted((r[1], r[3]) for r in rects if r[0] <= xa and r[2] >= xb)
+        covered, end = 0.0, -math.inf
+        for lo, hi in spans:
+            if hi > end:
+                covered += hi - max(lo, end)
+                end = hi
+        area += covered * (xb - xa)
+    return area
+
+
+def union_iou(pred: list[list[float]], gold: list[list[float]]) -> float:
+    """§B1 ``union_iou``: area(∪P ∩ ∪G) / (area(∪P ∪ ∪G) + 1e-6), in [0, 1).
+
+    Exact rectangle geometry in place of shapely's ``unary_union``.
+
+    >>> round(union_iou([[0, 0, 10, 10], [10, 0, 20, 10]], [[0, 0, 20, 10]]), 6)
+    1.0
+    """
+    p, g = _rects(pred), _rects(gold)
+    inter_rects = [
+        (max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])) for a in p for b in g
+    ]
+    inter = _union_area([r for r in inter_rects if r[2] > r[0] and r[3] > r[1]])
+    union = _union_area(p) + _union_area(g) - inter
+    return inter / (union + 1e-6)
+
+
+class BBoxIoUReward:
+    """``satori.bbox_iou`` (§B1 ``external_bbox_acc``): union IoU of the predicted boxes, rescaled
+    from the model-input frame to original pixels, against the reference boxes.
+
+    Reads ``boxes`` (SATORI ``bboxs``) and ``image_sizes`` (or SATORI's ``width``/``height``).
+    Range [0, 1); 0.0 when the ``<bbox>`` block is missing or malformed; None for a row without
+    reference boxes. ``prediction_frame="input"`` rescales by original/``smart_resize`` size (the
+    released behaviour; set ``min_pixels``/``max_pixels`` to the processor's limits),
+    ``"original"`` takes predictions as original-image pixels.
+    """
+
+    def __init__(
+        self,
+        min_pixels: int = SATORI_MIN_PIXELS,
+        max_pixels: int = SATORI_MAX_PIXELS,
+        factor: int = 28,
+        prediction_frame: str = "input",
+    ) -> None:
+        if prediction_frame not in {"input", "original"}:
+            raise ValueError(
+                f"prediction_frame must be 'input' or 'original', not {prediction_frame!r}"
+            )
+        if not 0 < min_pixels <= max_pixels:
+            raise ValueError(f"need 0 < min_pixels <= max_pixels, got {min_pixels}, {max_pixels}")
+        self.min_pixels, self.max_pixels, self.factor = min_pixels, max_pixels, factor
+        self.prediction_frame = prediction_frame
+        self.__name__ = "satori.bbox_iou"
+
+    def score(self, text: str, gold: list[list[float]], width: int, height: int) -> float:
+        """One completion's score.
+
+        >>> reward = BBoxIoUReward()  # 640x480 is fed to the model as 644x476
+        >>> round(reward.score("<bbox>[[0, 0, 644, 476]]</bbox>", [[0, 0, 640, 480]], 640, 480), 6)
+        1.0
+        """
+        pred = parse_boxes(text)
+        if pred is None:
+            return 0.0
+        if self.prediction_frame == "input":
+            in_h, in_w = smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)
+            sx, sy = width / in_w, height / in_h
+            pred = [[x1 * sx, y1 * sy, x2 * sx, y2 * sy] for x1, y1, x2, y2 in pred]
+        return float(union_iou(pred, gold))
+
+    def __call__(
+        self,
+        completions: list[Any],
+        boxes: list[list[list[float]]] | None = None,
+        image_sizes: list[list[list[int]]] | None = None,
+        width: list[int] | None = None,
+        height: list[int] | None = None,
+        bboxs: list[list[list[float]]] | None = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        """Score a batch (TRL contract).
+
+        >>> scores = BBoxIoUReward(prediction_frame="original")(
+        ...     ["<bbox>[[0, 0, 5, 10]]</bbox>", "<bbox>[[0, 0, 5, 10]]</bbox>"],
+        ...     boxes=[[[0, 0, 10, 10]], []], image_sizes=[[[20, 20]], [[20, 20]]])
+        >>> round(scores[0], 6), scores[1]
+        (0.5, None)
+        """
+        gold_boxes = boxes if boxes is not None else bboxs
+        if gold_boxes is None:
+            return [None] * len(completions)
+        scores: list[float | None] = []
+        for i, (completion, gold) in enumerate(zip(completions, gold_boxes, strict=True)):
+            if not gold:
+                scores.append(None)
+                continue
+            if width is not None and height is not None:
+                w, h = width[i], height[i]
+            elif image_sizes is not None and image_sizes[i]:
+                w, h = image_sizes[i][0]
+            else:
+                raise ValueError(f"satori.bbox_iou: row {i} has boxes but no image size column")
+            scores.append(self.score(completion_text(completion), gold, int(w), int(h)))
+        return scores
+
+
+# --- vqa -----------------------------------------------------------------------------------------
+
+
+def vqa_reward(
+    completions: list[Any],
+    answer: list[str] | None = None,
+    possible_answers: list[list[str] | None] | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """``satori.vqa`` (§B1 ``extern_vqa_acc``): 1.0 when the first ``<answer>``, stripped, is an
+    exact member of the accepted answers (no case, punctuation or article normalisation).
+
+    Reads ``possible_answers`` (list[str] per row; a bare string counts as one answer); when the
+    column or a row's list is missing, ``[answer]``. Missing tag: 0.0.
+
+    >>> vqa_reward(["<answer> two </answer>", "<answer>Two</answer>"],
+    ...            possible_answers=[["2", "two"], ["2", "two"]])
+    [1.0, 0.0]
+    """
+    scores: list[float | None] = []
+    for i, completion in enumerate(completions):
+        accepted = possible_answers[i] if possible_answers is not None else None
+        if not accepted:
+            if answer is None:
+                raise ValueError(f"satori.vqa: row {i} has neither possible_answers nor answer")
+            accepted = [answer[i]]
+        elif isinstance(accepted, str):
+            accepted = [accepted]
+        match = _ANSWER.search(completion_text(completion))
+        scores.append(1.0 if match and match.group(1).strip() in list(accepted) else 0.0)
+    return scores
+
+
+# --- caption -------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _rouge_l():
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+@functools.cache
+def _tokenizer(kind: str):
+    if kind == "punkt":  # nltk.word_tokenize: needs the punkt_tab data
+        import nltk
+
+        try:
+            nltk.data.find("tokenizers/punkt_tab/english/")
+        except LookupError:
+            raise LookupError(
+                "satori caption tokenizer 'punkt' needs NLTK's punkt_tab data "
+                "(python -m nltk.downloader punkt_tab); use tokenizer='untrained_punkt'"
+            ) from None
+        return nltk.word_tokenize
+    from nltk.tokenize.destructive import NLTKWordTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    sentences, words = PunktSentenceTokenizer(), NLTKWordTokenizer()
+    return lambda text: [t for s in sentences.tokenize(text) for t in words.tokenize(s)]
+
+
+class CaptionReward:
+    """``satori.caption`` (§B1 ``external_caption_acc``): ½·(BLEU-4 + ROUGE-L F1) of the first
+    ``<caption>`` (stripped) against the reference caption, in [0, 1].
+
+    BLEU: nltk ``sentence_bleu``, default 4-gram weights, ``SmoothingFunction().method1``, on
+    lower-cased word tokens. ROUGE-L: rouge-score F-measure with stemmer on the raw strings.
+    Missing tag: 0.0. Reads ``caption`` (SATORI ``image_caption``); a row without one gives None.
+
+    ``tokenizer="punkt"`` is the released ``nltk.word_tokenize`` (needs NLTK's punkt_tab data,
+    not installed here). The default ``"untrained_punkt"`` needs no data: the same word tokenizer
+    after an untrained Punkt sentence splitter; tokens differ only around abbreviations and
+    initials ("mr.", "e.g.") that the trained English model knows.
+    """
+
+    def __init__(self, tokenizer: str = "untrained_punkt") -> None:
+        if tokenizer not in {"punkt", "untrained_punkt"}:
+            raise ValueError(f"tokenizer must be 'punkt' or 'untrained_punkt', not {tokenizer!r}")
+        self.tokenizer = tokenizer
+        self.__name__ = "satori.caption"
+
+    def score(self, text: str, reference: str) -> float:
+        """One completion's score.
+
+        >>> CaptionReward().score("<caption>a dog on grass</caption>", "a dog on grass")
+        1.0
+        """
+        from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+        match = _CAPTION.search(text)
+        if not match:
+            return 0.0
+        pred = match.group(1).strip()
+        tokenize = _tokenizer(self.tokenizer)
+        bleu = sentence_bleu(
+            [tokenize(reference.lower())],
+            tokenize(pred.lower()),
+            smoothing_function=SmoothingFunction().method1,
+        )
+        rouge = _rouge_l().score(reference, pred)["rougeL"].fmeasure
+        return float((bleu + rouge) / 2)
+
+    def __call__(
+        self,
+        completions: list[Any],
+        caption: list[str | None] | None = None,
+        image_caption: list[str | None] | None = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        """Score a batch (TRL contract).
+
+        >>> scores = CaptionReward()(["<caption>a cat</caption>", "x"], caption=["a cat", "a cat"])
+        >>> [round(s, 4) for s in scores]  # short captions: smoothed 3-/4-gram precisions
+        [0.6581, 0.0]
+        """
+        references = caption if caption is not None else image_caption
+        if references is None:
+            return [None] * len(completions)
+        return [
+            None if ref is None else self.score(completion_text(c), str(ref))
+            for c, ref in zip(completions, references, strict=True)
+        ]
+
+
+def get_bbox_iou_reward(**options: Any) -> BBoxIoUReward:
+    """A configured ``satori.bbox_iou`` (see :class:`BBoxIoUReward`); validates eagerly."""
+    return BBoxIoUReward(**options)
+
+
+def get_caption_reward(**options: Any) -> CaptionReward:
+    """A configured ``satori.caption`` (see :class:`CaptionReward`); validates eagerly."""
+    return CaptionReward(**options)
+
+
+REWARDS = {
+    "satori.format": format_reward,
+    "satori.bbox_iou": BBoxIoUReward(),
+    "satori.vqa": vqa_reward,
+    "satori.caption": CaptionReward(),
+}

@@ -1,0 +1,88 @@
+"""The embedded default, end to end, as a user runs it: `dvc repro` in a fresh git + DVC copy.
+
+This is the learning-signal test: at a fixed seed, SFT must beat the base model and SFT+GRPO
+must beat SFT on the held-out shapes benchmark, each by more than the paired 95% confidence
+interval (the interval of the difference excludes zero). The second half is not met yet and is
+marked as an expected failure (strict, so it turns red the day it passes). A second `dvc repro`
+must then be a quick no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pandas as pd
+import pytest
+from scratch_project import Project
+
+pytestmark = pytest.mark.slow
+
+EXP, BENCH = "tiny_shapes", "shapes_test"
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str, float]:
+    project = Project(tmp_path_factory.mktemp("tiny_shapes"))
+    start = time.perf_counter()
+    log = project("dvc", "repro")
+    return project, log, time.perf_counter() - start
+
+
+def test_every_stage_ran(reproduced) -> None:
+    project, log, seconds = reproduced
+    print(f"dvc repro of the default experiment: {seconds:.0f}s")
+    for stage in ("data", "base_model", "sft", "grpo", "merge", "infer", "score", "report"):
+        assert f"Running stage '{stage}--" in log, stage
+    report = project.root / "reports" / EXP
+    for name in ("results.md", "results.csv", "comparisons.md", "accuracy.png", "index.html"):
+        assert (report / name).is_file(), name
+
+
+def paired(project: Project, better: str, worse: str):
+    comparisons = pd.read_csv(project.root / "reports" / EXP / "comparisons.csv")
+    print(comparisons.to_string())
+    rows = comparisons[(comparisons.benchmark == BENCH) & (comparisons.a == better)]
+    return rows[rows.b == worse].iloc[0]
+
+
+def test_sft_beats_base(reproduced) -> None:
+    row = paired(reproduced[0], "sft", "base")
+    assert row.ci_low > 0, f"SFT - base: {row['diff']:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: on the 0.2M-parameter tiny model GRPO has not yet beaten SFT beyond the paired "
+    "CI at any setting tried (see the issue notes); remove this marker when it does",
+)
+def test_grpo_beats_sft(reproduced) -> None:
+    row = paired(reproduced[0], "grpo", "sft")
+    assert row.ci_low > 0, f"GRPO - SFT: {row['diff']:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+
+
+def test_metrics_for_dvc_exp_show(reproduced) -> None:
+    project, _, _ = reproduced
+    metrics = json.loads((project.root / "results" / EXP / "metrics.json").read_text())
+    assert set(metrics[BENCH]) == {"base", "sft", "grpo"}
+    shown = project("dvc", "metrics", "show", "--json")
+    assert "accuracy" in shown
+
+
+def test_training_curves_for_dvc_plots(reproduced) -> None:
+    project, _, _ = reproduced
+    curves = project.root / "results" / EXP / "grpo" / "dvclive" / "plots" / "metrics"
+    names = {p.relative_to(curves).as_posix() for p in curves.rglob("*.tsv")}
+    for needed in ("train/reward.tsv", "train/completions/mean_length.tsv"):
+        assert needed in names, sorted(names)
+    assert any("rewards/common.accuracy" in n for n in names), sorted(names)
+
+
+def test_second_repro_is_a_quick_noop(reproduced) -> None:
+    project, _, _ = reproduced
+    start = time.perf_counter()
+    log = project("dvc", "repro")
+    seconds = time.perf_counter() - start
+    print(f"second dvc repro: {seconds:.1f}s")
+    assert "Running stage" not in log, log
+    assert seconds < 10, f"a no-op dvc repro took {seconds:.1f}s"
