@@ -73,9 +73,10 @@ def test_training_curves_for_dvc_plots(reproduced) -> None:
     project, _, _ = reproduced
     curves = project.root / "results" / EXP / "grpo" / "dvclive" / "plots" / "metrics"
     names = {p.relative_to(curves).as_posix() for p in curves.rglob("*.tsv")}
-    for needed in ("train/reward.tsv", "train/completions/mean_length.tsv"):
+    for needed in ("reward.tsv", "kl.tsv", "completions/mean_length.tsv"):
         assert needed in names, sorted(names)
-    assert any("rewards/common.accuracy" in n for n in names), sorted(names)
+    assert "rewards/common.accuracy/mean.tsv" in names, sorted(names)
+    assert "reward" in project("dvc", "plots", "show", "--json")
 
 
 def test_second_repro_is_a_quick_noop(reproduced) -> None:
