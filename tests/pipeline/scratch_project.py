@@ -29,6 +29,10 @@ class Project:
             "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
             "PYTHONPATH": str(root / "workflow_scripts"),
             "DVC_NO_ANALYTICS": "1",
+            # the copy has no .venv-sft of its own: use the project's
+            "VLRL_LLAMAFACTORY_CLI": os.environ.get(
+                "VLRL_LLAMAFACTORY_CLI", str(ROOT / ".venv-sft" / "bin" / "llamafactory-cli")
+            ),
             "HF_HUB_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "GIT_AUTHOR_NAME": "t",

@@ -58,11 +58,22 @@ def test_missing_input_named(project: Path) -> None:
         grpo.run("tiny_shapes", load_experiment("tiny_shapes"))
 
 
+def _length_reward(completions, **kwargs):
+    """Varies even for a random model's output, so advantages are non-zero from step one."""
+    from vlrl.rewards.common import completion_text
+
+    return [min(len(completion_text(c)), 100) / 100 for c in completions]
+
+
 @pytest.mark.slow
 def test_a_few_real_steps_log_rewards_and_change_weights(
-    project: Path, shapes_data: Path, tiny_model_dir: Path
+    project: Path, shapes_data: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from safetensors.torch import load_file
+
+    from vlrl import rewards
+
+    monkeypatch.setitem(rewards.REGISTRY, "test.length", _length_reward)
 
     shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
     shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
@@ -76,6 +87,7 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
             "grpo.num_generations=2",
             "grpo.max_completion_length=8",
             "grpo.learning_rate=0.01",
+            "grpo.rewards={common.format: 0.5, common.accuracy: 1.0, test.length: 1.0}",
         ],
     )
     grpo.run("tiny_shapes", cfg)
