@@ -88,3 +88,19 @@ def test_second_repro_is_a_quick_noop(reproduced) -> None:
     print(f"second dvc repro: {seconds:.1f}s")
     assert "Running stage" not in log, log
     assert seconds < 10, f"a no-op dvc repro took {seconds:.1f}s"
+
+
+def test_dvc_experiment_compares_a_variant(reproduced) -> None:
+    """`dvc exp run -S` reruns only the stages that read the changed section; `dvc exp show`
+    lists the variant's params and metrics beside the workspace's."""
+    project, _, _ = reproduced
+    project("git", "add", "-A")
+    project("git", "commit", "-qm", "reproduced")
+    param = f"config/experiments/{EXP}.yaml:infer.max_new_tokens"
+    log = project("dvc", "exp", "run", "-n", "short-answers", "-S", f"{param}=40")
+    assert "Running stage 'infer--" in log
+    for untouched in ("data--", "sft--", "grpo--"):
+        assert f"Running stage '{untouched}" not in log, untouched
+    shown = json.loads(project("dvc", "exp", "show", "--json"))
+    text = json.dumps(shown)
+    assert "short-answers" in text and "max_new_tokens" in text and "accuracy" in text

@@ -1,0 +1,1 @@
+"""Base models: the locally built tiny Qwen2.5-VL and pinned hub downloads."""

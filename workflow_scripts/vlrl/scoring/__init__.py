@@ -1,0 +1,1 @@
+"""Scoring: rule scorers per problem type, statistics, and the LLM judge."""

@@ -1,0 +1,1 @@
+"""One module per pipeline stage; ``vlrl <stage>`` runs ``stages/<stage>.py:run``."""
