@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -286,11 +285,9 @@ RULE_WRONG_JUDGEABLE = {"c2", "n2", "f2"}
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A project root in tmp_path with the repository's config and a predictions file."""
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
+def project(project, monkeypatch):
+    """The shared scratch project, with a secret key in the environment and a predictions file."""
+    tmp_path = project
     monkeypatch.setenv(KEY_ENV, SECRET)
     rows = [
         {

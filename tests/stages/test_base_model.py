@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,15 +11,6 @@ from vlrl.errors import ConfigError, StageError
 from vlrl.stages import base_model
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project root holding a copy of the real config, as the current directory."""
-    shutil.copytree(CONFIG, tmp_path / "config")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
-    return tmp_path
 
 
 def test_tiny_builder_writes_a_loadable_model(project: Path) -> None:

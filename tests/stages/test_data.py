@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,15 +18,6 @@ from vlrl.stages import data as stage
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["data.shapes.n_train=40", "data.shapes.n_val=10", "data.shapes.n_test=20"]
 EXP = "tiny_shapes"
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A throwaway project root holding a copy of the repository's config."""
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
-    return tmp_path
 
 
 def _cfg(extra: list[str] | None = None):

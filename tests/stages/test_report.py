@@ -57,14 +57,12 @@ def write_predictions(checkpoint: str, bench: str, n: int = 90, seed: int = 0) -
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    shutil.copytree(REPO / "config", tmp_path / "config")
+def project(project):
+    """The shared scratch project, with a second benchmark."""
     shutil.copy(
-        tmp_path / "config/benchmarks/shapes_test.yaml", tmp_path / "config/benchmarks/other.yaml"
+        project / "config/benchmarks/shapes_test.yaml", project / "config/benchmarks/other.yaml"
     )
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
-    return tmp_path
+    return project
 
 
 def scored(overrides: list[str], benches=("shapes_test",)):

@@ -4,7 +4,6 @@ server in tests/scoring/test_judge.py)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -69,14 +68,6 @@ def write_predictions(rows, checkpoint: str = "grpo", bench: str = BENCH) -> Pat
         )
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
-    return tmp_path
 
 
 def test_scores_file_contract(project):
