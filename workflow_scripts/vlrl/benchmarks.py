@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field
 
 from vlrl import paths
-from vlrl.config import ExperimentConfig, Section, _load_yaml_model
+from vlrl.config import Section, _load_yaml_model
 from vlrl.errors import ConfigError
 from vlrl.records import Record, read_records
 
@@ -44,7 +44,7 @@ def benchmark_inputs(exp: str, bench: str) -> list[Path]:
     raise ConfigError(f"benchmark {bench}: unknown loader {cfg.loader}")
 
 
-def load_items(exp: str, bench: str, exp_cfg: ExperimentConfig) -> tuple[list[Record], Path]:
+def load_items(exp: str, bench: str) -> tuple[list[Record], Path]:
     """The benchmark's records and the directory their image paths are relative to."""
     cfg = load_benchmark(bench)
     base = paths.data_dir(exp)

@@ -44,7 +44,7 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
         raise StageError(f"infer: model {model_dir} is missing; run the stage that builds it first")
     bench_cfg = load_benchmark(bench)
     fmt = get_prompt(bench_cfg.prompt or cfg.prompt)
-    items, base_dir = load_items(exp, bench, cfg)
+    items, base_dir = load_items(exp, bench)
     generator = make_generator(cfg.infer, str(model_dir), cfg.seed)
     log.info(
         "infer: %s/%s on %s: %d items, backend %s",
