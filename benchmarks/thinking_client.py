@@ -1,0 +1,164 @@
+"""Thinking-reward client throughput against a latency-injecting OpenAI-compatible server.
+
+    .venv/bin/python benchmarks/thinking_client.py [--n 64] [--latency 0.2] [--concurrency 16]
+
+Starts :class:`FakeRewardModel` (a FastAPI app under uvicorn on 127.0.0.1, a free port) that
+answers ``POST /v1/chat/completions`` after ``latency`` seconds, then times ``n`` requests
+through :class:`vlrl.rewards.thinking.ThinkingReward` with concurrency 1 and with
+``--concurrency``. The server is also the one ``tests/rewards/test_thinking.py`` uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+SCORE_TAG = re.compile(r"SCORE=([0-9.]+)")
+
+
+@dataclass
+class ServerState:
+    """What the server does (set per test) and what it saw."""
+
+    latency_s: float = 0.0
+    reply: str = "<answer>0.7</answer>"
+    """Reply text unless the user text holds ``SCORE=x`` (then ``<answer>x</answer>``)."""
+    fail_next: list[int] = field(default_factory=list)
+    """Status codes for the next requests, one popped per request."""
+    fail_always: int | None = None
+    requests: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    auth: list[str] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.__init__()
+
+
+def _user_text(body: dict[str, Any]) -> str:
+    content = body["messages"][-1]["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if part.get("type") == "text")
+
+
+class FakeRewardModel:
+    """A tiny OpenAI-compatible chat-completions server in a background thread.
+
+    Use as a context manager; ``base_url`` is ``http://127.0.0.1:<port>/v1``.
+    """
+
+    def __init__(self) -> None:
+        self.state = ServerState()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._server = None
+        self._thread = None
+
+    def _app(self) -> FastAPI:
+        app = FastAPI()
+        state = self.state
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request):
+            body = await request.json()
+            state.requests += 1
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            state.bodies.append(body)
+            state.auth.append(request.headers.get("authorization", ""))
+            try:
+                if state.latency_s:
+                    await asyncio.sleep(state.latency_s)
+                code = state.fail_next.pop(0) if state.fail_next else state.fail_always
+                if code is not None:
+                    error = {"error": {"message": f"injected {code}", "type": "injected"}}
+                    return JSONResponse(error, status_code=code)
+                match = SCORE_TAG.search(_user_text(body))
+                text = f"<answer>{match.group(1)}</answer>" if match else state.reply
+                return {
+                    "id": f"chatcmpl-{state.requests}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", ""),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            finally:
+                state.in_flight -= 1
+
+        return app
+
+    def __enter__(self) -> FakeRewardModel:
+        import uvicorn
+
+        config = uvicorn.Config(
+            self._app(), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("fake reward-model server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+
+    from vlrl.rewards.thinking import ThinkingRewardConfig, get_thinking_reward
+
+    completions = [f"<think>step {i}</think><answer>{i}</answer>" for i in range(args.n)]
+    prompts = [[{"role": "user", "content": f"Question {i}?"}] for i in range(args.n)]
+    with FakeRewardModel() as server:
+        server.state.latency_s = args.latency
+        times = {}
+        for concurrency in (1, args.concurrency):
+            cfg = ThinkingRewardConfig(
+                base_url=server.base_url, model="thinking-reward-model", concurrency=concurrency
+            )
+            reward = get_thinking_reward(cfg)
+            start = time.perf_counter()
+            scores = asyncio.run(reward(completions, prompts=prompts))
+            times[concurrency] = time.perf_counter() - start
+            assert scores == [0.7] * args.n and reward.failures == 0, (scores, reward.stats())
+            print(
+                f"concurrency={concurrency:>2}: {args.n} requests in {times[concurrency]:.2f} s "
+                f"(server max in flight {server.state.max_in_flight})"
+            )
+            server.state.max_in_flight = 0
+    ratio = times[1] / times[args.concurrency]
+    print(f"speed-up concurrency={args.concurrency} vs 1: {ratio:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
