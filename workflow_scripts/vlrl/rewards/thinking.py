@@ -84,19 +84,10 @@ class ThinkingRewardConfig(BaseModel):
 class ThinkingCache(JudgeCache):
     """:class:`JudgeCache` storage (atomic, write-through) holding thinking scores."""
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        path = self._file(key)
-        try:
-            entry = json.loads(path.read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            log.warning("thinking cache: ignoring unreadable %s: %s", path, exc)
-            return None
-        score = entry.get("score") if isinstance(entry, dict) else None
-        if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
-            return None
-        return entry
+    def valid(self, entry: dict[str, Any]) -> bool:
+        """A stored entry is usable when it holds a score in [0, 1]."""
+        score = entry.get("score")
+        return not isinstance(score, bool) and isinstance(score, int | float) and 0 <= score <= 1
 
 
 def parse_score_or_none(reply: str | None) -> float | None:

@@ -212,11 +212,13 @@ class JudgeCache:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            log.warning("judge cache: ignoring unreadable %s: %s", path, exc)
+            log.warning("%s: ignoring unreadable %s: %s", type(self).__name__, path, exc)
             return None
-        if not isinstance(entry, dict) or entry.get("verdict") not in (0, 1):
-            return None
-        return entry
+        return entry if isinstance(entry, dict) and self.valid(entry) else None
+
+    def valid(self, entry: dict[str, Any]) -> bool:
+        """Whether a stored entry holds a usable result (here: a 0/1 verdict)."""
+        return entry.get("verdict") in (0, 1)
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
         path = self._file(key)
