@@ -16,6 +16,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,8 @@ class ServerState:
     latency_s: float = 0.0
     reply: str = "<answer>0.7</answer>"
     """Reply text unless the user text holds ``SCORE=x`` (then ``<answer>x</answer>``)."""
+    scorer: Callable[[str], float] | None = None
+    """When set, the reply is ``<answer>scorer(user text)</answer>`` (rounded to one decimal)."""
     fail_next: list[int] = field(default_factory=list)
     """Status codes for the next requests, one popped per request."""
     fail_always: int | None = None
@@ -88,6 +91,8 @@ class FakeRewardModel:
                     return JSONResponse(error, status_code=code)
                 match = SCORE_TAG.search(_user_text(body))
                 text = f"<answer>{match.group(1)}</answer>" if match else state.reply
+                if state.scorer is not None:
+                    text = f"<answer>{state.scorer(_user_text(body)):.1f}</answer>"
                 return {
                     "id": f"chatcmpl-{state.requests}",
                     "object": "chat.completion",

@@ -33,6 +33,7 @@ STAGE_CODE = {
     "sft": ["stages/sft.py", "data/convert.py", "prompts.py", "records.py"],
     "grpo": [
         "stages/grpo.py",
+        "algorithms/**/*.py",
         "data/convert.py",
         "prompts.py",
         "records.py",

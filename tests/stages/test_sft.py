@@ -40,7 +40,8 @@ def test_sharegpt_rows_match_llamafactory_format(shapes_data: Path) -> None:
     assert user["content"].count("<image>") == len(row["images"]) == 1
     assert Path(row["images"][0]).is_absolute() and Path(row["images"][0]).is_file()
     assert PROMPTS["think_answer"].is_well_formed(assistant["content"])
-    assert set(SHAREGPT_DATASET_INFO["columns"]) == {"messages", "images"}
+    assert row["system"] == ""  # think_answer has none: LLaMA-Factory's template default applies
+    assert set(SHAREGPT_DATASET_INFO["columns"]) == {"messages", "system", "images"}
 
 
 def test_missing_inputs_named(project: Path) -> None:

@@ -125,9 +125,82 @@ class SFTConfig(Section):
 
 
 # --------------------------------------------------------------------------------------- grpo
+THINKING_REWARD = "sophiavl.thinking"
+"""The reward-model reward: configured by ``grpo.reward_model``, not a plain registry function."""
+SELF_REWARD_READERS = frozenset({"vision_sr1.visual", "vision_sr1.total"})
+"""Rewards that read the ``self_reward_responses`` column the self_reward algorithm fills."""
+
+
+class ThinkingRewardConfig(Section):
+    """Where SophiaVL's thinking reward model is served and how it is queried (§A3).
+
+    The key is read from ``os.environ[api_key_env]`` at call time and never stored.
+    """
+
+    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://host:8000/v1.")
+    model: str = Field(description="Served model name (released: thinking-reward-model).")
+    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key.")
+    concurrency: int = Field(8, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+    backoff_s: float = Field(0.5, ge=0)
+    cache_dir: str | None = None
+    on_failure: Literal["missing", "score_zero"] = Field(
+        "missing",
+        description="A failed call or unparseable reply: missing (None, TRL ignores the sample; "
+        "trust_grpo drops the whole group) or score_zero (0.0, the released behaviour). Both are "
+        "counted and logged.",
+    )
+
+
+class TrustGRPOSettings(Section):
+    """SophiaVL-R1 Trust-GRPO (reference/sophiavl-satori.md §A1 paper, §A2 released code).
+
+    ``released`` (default): groups whose outcome scores are all ≥ ``skip_high`` or all ≤
+    ``skip_low`` get no thinking reward and no queries; only responses with outcome ≥
+    ``query_threshold`` are scored; the trust factor applies only when some response is correct.
+    ``paper``: every response is scored and the trust factor always applies (Eq. 1-6).
+    """
+
+    variant: Literal["released", "paper"] = "released"
+    alpha: float = Field(0.3, ge=0, description="Weight of the thinking reward (hard-coded 0.3).")
+    T: float | None = Field(
+        None,
+        gt=0,
+        description="Annealing temperature in exp(-step/T). None: 500 (released config default; "
+        "the released fullsets.yaml sets 12000) for released, max_steps for paper.",
+    )
+    query_threshold: float = 0.2
+    skip_high: float = 0.9
+    skip_low: float = 0.1
+    correct_threshold: float = 0.5
+    reward_model: ThinkingRewardConfig
+
+
+class SelfRewardSettings(Section):
+    """Vision-SR1 self-reward (reference/vision-sr1-easyr1.md §1.2): a second, image-free pass of
+    the policy answers from its own description; no gradient flows through it."""
+
+    missing_description: Literal["whole_response", "empty"] = Field(
+        "whole_response",
+        description="A response without <description>: released code sends the whole response "
+        "(which can leak the boxed answer, §1.3 note); 'empty' sends an empty description.",
+    )
+
+
 class GRPOConfig(Section):
     enabled: bool = True
-    algorithm: Literal["grpo"] = "grpo"
+    algorithm: Literal["grpo", "trust_grpo", "self_reward"] = Field(
+        "grpo",
+        description="grpo (TRL as is), trust_grpo (SophiaVL-R1), self_reward (Vision-SR1).",
+    )
+    trust: TrustGRPOSettings | None = Field(None, description="Settings of trust_grpo.")
+    self_reward: SelfRewardSettings = Field(default_factory=SelfRewardSettings)
+    reward_model: ThinkingRewardConfig | None = Field(
+        None,
+        description="Endpoint for the sophiavl.thinking reward when it is listed in rewards "
+        "(plain weighted reward, no trust logic).",
+    )
     rewards: dict[str, float] = Field(
         default_factory=lambda: {"common.format": 0.5, "common.accuracy": 1.0},
         description="Reward name (see vlrl.rewards.REGISTRY) → weight.",
@@ -153,9 +226,53 @@ class GRPOConfig(Section):
     lora_alpha: int = 16
     gradient_checkpointing: bool = False
     logging_steps: int = 5
-    save_steps: int | None = None
+    save_steps: int | None = Field(
+        None, ge=1, description="Checkpoint every N steps (under results/<exp>/grpo_checkpoints)."
+    )
+    resume: bool = Field(
+        True,
+        description="Resume from the last checkpoint of an interrupted run of the same config.",
+    )
     image_max_pixels: int = 112 * 112
     image_min_pixels: int = 56 * 56
+    use_vllm: bool = Field(False, description="Generate rollouts with vLLM (needs vllm, a GPU).")
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    vllm_tensor_parallel_size: int = Field(1, ge=1)
+    deepspeed: Literal["zero2", "zero3"] | None = Field(
+        None, description="A DeepSpeed config of config/deepspeed/ (needs deepspeed and a GPU)."
+    )
+
+    @model_validator(mode="after")
+    def _algorithm_settings(self) -> GRPOConfig:
+        visual = sorted(set(self.rewards) & SELF_REWARD_READERS)
+        if self.algorithm == "trust_grpo":
+            if self.trust is None:
+                raise ValueError(
+                    "grpo.algorithm is trust_grpo but grpo.trust (with reward_model: base_url, "
+                    "model) is missing"
+                )
+            if THINKING_REWARD in self.rewards:
+                raise ValueError(
+                    f"grpo.rewards lists {THINKING_REWARD} under trust_grpo, which adds the "
+                    "thinking reward itself; list only the outcome rewards"
+                )
+        if self.algorithm == "self_reward" and not visual:
+            raise ValueError(
+                "grpo.algorithm is self_reward but grpo.rewards has none of "
+                f"{sorted(SELF_REWARD_READERS)}, which read the second pass"
+            )
+        if self.algorithm != "self_reward" and visual:
+            raise ValueError(
+                f"grpo.rewards lists {visual}, which need the second pass of "
+                "grpo.algorithm: self_reward"
+            )
+        if THINKING_REWARD in self.rewards and self.reward_model is None:
+            raise ValueError(
+                f"grpo.rewards lists {THINKING_REWARD} but grpo.reward_model (base_url, model) "
+                "is missing"
+            )
+        return self
 
 
 # -------------------------------------------------------------------------------------- infer
@@ -239,7 +356,7 @@ class ExperimentConfig(Section):
             )
         if self.prompt not in PROMPTS:
             raise ValueError(f"prompt {self.prompt!r} is not one of {sorted(PROMPTS)}")
-        unknown = sorted(set(self.grpo.rewards) - set(REGISTRY))
+        unknown = sorted(set(self.grpo.rewards) - set(REGISTRY) - {THINKING_REWARD})
         if unknown:
             raise ValueError(
                 f"grpo.rewards names unknown rewards {unknown}; known: {sorted(REGISTRY)}"

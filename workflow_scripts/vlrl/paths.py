@@ -58,6 +58,16 @@ def grpo_dir(exp: str) -> Path:
     return results_dir(exp) / "grpo"
 
 
+def grpo_checkpoints_dir(exp: str) -> Path:
+    """Intermediate GRPO checkpoints: outside the stage's atomic output so a killed run can
+    resume; not a DVC or Snakemake output; removed when the stage succeeds."""
+    return results_dir(exp) / "grpo_checkpoints"
+
+
+def deepspeed_file(name: str) -> Path:
+    return root() / "config" / "deepspeed" / f"{name}.json"
+
+
 def merged_model_dir(exp: str) -> Path:
     return results_dir(exp) / "model"
 

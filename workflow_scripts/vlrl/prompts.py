@@ -1,13 +1,168 @@
-"""Prompt formats: how a problem is asked and how a well-formed response looks.
+r"""Prompt formats: how a problem is asked and how a well-formed response looks.
 
-Each format shares its name with the format reward that checks it (``vlrl.rewards``); a test
-asserts that :meth:`PromptFormat.render_target` earns the full format reward.
+Each format is named in :data:`PROMPTS` and checked by the format reward of the same paper (a test
+asserts that :meth:`PromptFormat.render_target` earns it in full):
+
+- ``think_answer``: VLM-R1's default template; ``common.format`` (also ``vlm_r1.format``).
+- ``rec_json``: VLM-R1 REC; ``vlm_r1.rec_format``. The target's answer is the first box as
+  ``{"bbox_2d": [x1, y1, x2, y2]}``.
+- ``od_json``: VLM-R1 odLength ("enhanced prompt" before the question); ``vlm_r1.format``.
+- ``see_think_boxed``: Vision-SR1, description → think → ``\boxed{}``; ``vision_sr1.format``.
+- ``caption_bbox_answer``: SATORI-R1, a system prompt and the plain question; caption → bbox →
+  answer, no thinking part (the target uses ``reasoning`` only as the caption's fallback);
+  ``satori.format``.
+- ``sophiavl_think``: SophiaVL-R1, a system prompt, the question template and a per-type suffix
+  (SophiaVL's five types, under their SophiaVL or vlrl names; ``yes_no``, ``grounding`` and
+  ``detection`` get no suffix, where the released loader raises KeyError); ``sophiavl.format``.
+
+Where the papers' loaders differ from :func:`vlrl.data.convert.to_conversation` it is on purpose:
+images always come first (SophiaVL prepends ``<image>``, Vision-SR1 moves it last), and SophiaVL's
+multiple-choice options are not appended again (vlrl problems already list them).
+
+The papers' prompt texts and format patterns are declared here, once; the reward modules import
+(and re-export) them. This module imports nothing from ``vlrl.rewards``.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+# --- VLM-R1 (reference/vlm-r1.md §2 prompts, §1.2 format rewards) ------------------------------
+
+THINK_ANSWER_PATTERN = r"<think>.*?</think>\s*<answer>.*?</answer>"
+"""§1.2 generic ``format_reward``: ``re.fullmatch`` with DOTALL."""
+
+REC_JSON_PATTERN = (
+    r"<think>.*?</think>\s*<answer>.*?\{.*\[\d+,\s*\d+,\s*\d+,\s*\d+\].*\}.*?</answer>"
+)
+"""§1.2 REC Qwen ``format_reward_rec``: ``re.search`` with DOTALL."""
+
+VLM_R1_THINK_SENTENCE = (
+    "First output the thinking process in <think> </think> tags and then output the final "
+    "answer in <answer> </answer> tags."
+)
+"""§2 ``get_question_template``: the sentence after ``{Question} `` (default and ``rec``)."""
+
+VLM_R1_DEFAULT_TEMPLATE = "{Question} " + VLM_R1_THINK_SENTENCE
+"""§2 ``get_question_template`` default (also math and gui)."""
+
+VLM_R1_REC_TEMPLATE = VLM_R1_DEFAULT_TEMPLATE + " Output the final answer in JSON format."
+"""§2 ``get_question_template('rec')``."""
+
+VLM_R1_OD_TEMPLATE = (
+    "First thinks about the reasoning process in the mind and then provides the user with the "
+    "answer. The reasoning process and answer are enclosed within <think> </think> and <answer> "
+    "</answer> tags, respectively, i.e., <think> reasoning process here </think><answer> answer "
+    "here </answer>\n{Question}"
+)
+"""§2 ``get_question_template('odLength')``: the "enhanced prompt", before the question."""
+
+# --- Vision-SR1 (reference/vision-sr1-easyr1.md §1.1, §1.3, §2) --------------------------------
+
+SEE_THINK_SUFFIX = (
+    "You are tasked with analyzing an image/video to generate a detailed description to help you "
+    "answer the question. First analyze the image/video and produce a self-contained "
+    "description—detailed enough that can lead to the correct answer. Wrap the entire description "
+    "in <description> </description> tags.\\n Next, engage in an internal dialogue and include "
+    "self-reflection or verification in your reasoning process. Provide your detailed, "
+    "step-by-step reasoning based on the image/video description information and image/video, and "
+    "enclose this part within <think> </think> tags.\\n Finally, provide a single word or phrase "
+    "answer to the question in \\boxed{}.\\nThe output format should be: <description> "
+    "image/video description here </description> <think> reasoning process here </think> "
+    "\\boxed{FINAL ANSWER here}."
+)
+"""``see_think_format.jinja`` after ``{{ content | trim }} `` (its literal backslash-n kept)."""
+
+SEE_THINK_TEMPLATE = "{Question} " + SEE_THINK_SUFFIX.replace("{", "{{").replace("}", "}}")
+"""``str.format`` template of ``see_think_boxed``; the question must be stripped (``| trim``)."""
+
+SEE_THINK_PATTERN = r"^\s*<description>.*?</description>\s*<think>.*?</think>\s*\\boxed\{.*?\}\s*$"
+"""§1.3 fmt: ``format_reward`` of see_think_selfReward.py (``re.fullmatch``, DOTALL)."""
+
+# --- SATORI-R1 (reference/sophiavl-satori.md §B2 prompt, §B1 format) ---------------------------
+
+CAPTION_BBOX_ANSWER_SYSTEM_PROMPT = (
+    "Given an image and a question, follow these steps: First, generate a brief image caption "
+    "describing the overall scene. Provide the caption inside <caption> </caption>. Next, "
+    "determine the relevant reasoning process for answering the question by identifying the most "
+    "relevant image regions. Enclose these coordinates in <bbox>[[x1,y1,x2,y2], ...]</bbox>. "
+    "Finally, provide the final answer to the question inside <answer> </answer> tags."
+)
+"""``prompt.txt``: the system prompt (``--system``); the user turn is the plain question."""
+
+SATORI_FORMAT_PATTERN = (
+    r"^\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<answer>.*?</answer>\s*$"
+)
+"""§B1 ``Format``: used with ``re.match`` and DOTALL | MULTILINE (trailing lines tolerated)."""
+
+CAPTION_BBOX_ANSWER_PATTERN = (
+    r"\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<answer>.*?</answer>\s*(?:\n.*)?"
+)
+"""The same language as :data:`SATORI_FORMAT_PATTERN`, as a ``re.fullmatch`` (DOTALL) pattern."""
+
+# --- SophiaVL-R1 (reference/sophiavl-satori.md §A5 prompts, §A4 format) ------------------------
+
+SOPHIAVL_SYSTEM_PROMPT = (
+    "You FIRST think about the reasoning process as an internal monologue and then provide the "
+    "final answer.\n The reasoning process MUST BE enclosed within <think> </think> tagsdd. The "
+    "final answer MUST BE enclosed within <answer> </answer> tags, for example "
+    "<think>your_thinking_process</think><answer>your_final_answer</answer>. If you use formula, "
+    "please use LaTeX format."
+)
+"""``scripts/train_scripts/run_train.sh`` ``SYSTEM_PROMPT`` (typo "tagsdd" kept)."""
+
+SOPHIAVL_QUESTION_TEMPLATE = (
+    "{Question}\n"
+    "Please think about this question as if you were a human pondering deeply. "
+    "Engage in an internal dialogue using expressions such as 'let me think', 'wait', 'Hmm', "
+    "'oh, I see', 'let's break it down', etc, or other natural language thought expressions "
+    "It's encouraged to include self-reflection or verification in the reasoning process. "
+    "Provide your detailed reasoning between the <think> </think> tags, and then give your final "
+    "answer between the <answer> </answer> tags."
+)
+"""``verl/utils/dataset.py`` ``QUESTION_TEMPLATE`` (training version)."""
+
+SOPHIAVL_TYPE_TEMPLATE = {
+    "multiple choice": " Please provide only the single option letter (e.g., A, B, C, D, etc.) "
+    "within the <answer> </answer> tags.",
+    "numerical": " Please provide the numerical value (e.g., 42 or 3.14) within the <answer> "
+    "</answer> tags.",
+    "OCR": " Please transcribe text from the image/video clearly and provide your text answer "
+    "within the <answer> </answer> tags.",
+    "free-form": " Please provide your text answer within the <answer> </answer> tags.",
+    "text": " Please provide the short text answer within the <answer> </answer> tags.",
+}
+"""``verl/utils/dataset.py`` ``TYPE_TEMPLATE``, appended after the question template."""
+
+SOPHIAVL_THINK_PATTERN = r"<think>(.*?)</think>.*<answer>(.*?)</answer>.*"
+"""§A4 ``math_format_reward``: re.fullmatch with DOTALL, no stripping (must start ``<think>``)."""
+
+PROBLEM_TYPE_ALIASES = {
+    "multiple_choice": "multiple choice",
+    "ocr": "OCR",
+    "free_form": "free-form",
+}
+"""vlrl canonical problem types → SophiaVL names."""
+
+
+def sophiavl_type(problem_type: str) -> str:
+    """SophiaVL's name for a problem type (identity for names it already uses).
+
+    >>> sophiavl_type("multiple_choice"), sophiavl_type("OCR"), sophiavl_type("yes_no")
+    ('multiple choice', 'OCR', 'yes_no')
+    """
+    return PROBLEM_TYPE_ALIASES.get(problem_type, problem_type)
+
+
+# --- the format type -----------------------------------------------------------------------------
+
+
+def _int_box(box: Sequence[float]) -> list[int]:
+    return [round(v) for v in box]
 
 
 @dataclass(frozen=True)
@@ -16,10 +171,17 @@ class PromptFormat:
 
     Attributes:
         name: registry key, used by experiment configs (``prompt: think_answer``).
-        template: user-turn text with ``{Question}``.
-        target: a well-formed response with ``{reasoning}`` and ``{answer}`` (used for SFT targets).
-        pattern: the full-match regex a well-formed response satisfies.
+        template: user-turn text with ``{Question}`` (a ``str.format`` template).
+        target: a well-formed response (used for SFT targets), a ``str.format`` template over
+            ``{reasoning}``, ``{answer}``, ``{description}``, ``{boxes}`` and ``{bbox_json}``
+            (see :meth:`render_target`).
+        pattern: the full-match regex (DOTALL, on the stripped text) a well-formed response
+            satisfies; the format reward may be more or less lenient (see its docstring).
         source: where the format comes from.
+        system: the system-turn text; None = no system turn (the chat template's default applies).
+        type_suffixes: problem type → text appended after the rendered template; types absent
+            from it get no suffix.
+        strip_question: strip the question before it enters the template.
     """
 
     name: str
@@ -27,39 +189,143 @@ class PromptFormat:
     target: str
     pattern: str
     source: str
+    system: str | None = None
+    type_suffixes: Mapping[str, str] = field(default_factory=dict, hash=False)
+    strip_question: bool = False
 
-    def render_prompt(self, question: str) -> str:
-        """The user-turn text for ``question``.
+    def render_prompt(self, question: str, *, problem_type: str | None = None) -> str:
+        """The user-turn text for ``question`` (of ``problem_type``, for per-type suffixes).
 
         >>> PROMPTS["think_answer"].render_prompt("How many shapes?")[:34]
         'How many shapes? First output the '
+        >>> PROMPTS["sophiavl_think"].render_prompt("How many?", problem_type="numerical")[-41:]
+        '3.14) within the <answer> </answer> tags.'
         """
-        return self.template.format(Question=question)
+        text = self.template.format(Question=question.strip() if self.strip_question else question)
+        if problem_type is not None:
+            text += self.type_suffixes.get(problem_type, "")
+        return text
 
-    def render_target(self, reasoning: str, answer: str) -> str:
-        """A well-formed response.
+    @property
+    def target_fields(self) -> frozenset[str]:
+        """The placeholders :attr:`target` uses.
+
+        >>> sorted(PROMPTS["caption_bbox_answer"].target_fields)
+        ['answer', 'boxes', 'description']
+        """
+        return frozenset(f for _, f, _, _ in string.Formatter().parse(self.target) if f)
+
+    def render_target(
+        self,
+        reasoning: str,
+        answer: str,
+        *,
+        description: str | None = None,
+        boxes: Sequence[Sequence[float]] | None = None,
+    ) -> str:
+        r"""A well-formed response.
+
+        Args:
+            reasoning: the worked solution (``{reasoning}``, the thinking part).
+            answer: the final answer (``{answer}``).
+            description: the image description (``{description}``: Vision-SR1's
+                ``<description>``, SATORI's ``<caption>``); ``reasoning`` when None.
+            boxes: xyxy boxes in pixels, rounded to integers. ``{boxes}`` (SATORI's ``<bbox>``)
+                lists them all and needs at least one (else ValueError); ``{bbox_json}``
+                (VLM-R1 REC) is ``{"bbox_2d": [x1, y1, x2, y2]}`` of the first, or ``answer``
+                when there is none.
 
         >>> PROMPTS["think_answer"].render_target("two circles", "2")
         '<think>two circles</think><answer>2</answer>'
+        >>> PROMPTS["see_think_boxed"].render_target("so 2", "2", description="two circles")
+        '<description>two circles</description><think>so 2</think>\\boxed{2}'
+        >>> PROMPTS["caption_bbox_answer"].render_target("two circles", "2", boxes=[[0, 0, 9.6, 8]])
+        '<caption>two circles</caption><bbox>[[0, 0, 10, 8]]</bbox><answer>2</answer>'
         """
-        return self.target.format(reasoning=reasoning, answer=answer)
+        if "boxes" in self.target_fields and not boxes:
+            raise ValueError(f"prompt format {self.name!r}: its target lists boxes; none given")
+        boxes = [_int_box(b) for b in boxes or []]
+        return self.target.format(
+            reasoning=reasoning,
+            answer=answer,
+            description=reasoning if description is None else description,
+            boxes=json.dumps(boxes),
+            bbox_json=json.dumps({"bbox_2d": boxes[0]}) if boxes else answer,
+        )
 
     def is_well_formed(self, response: str) -> bool:
         return re.fullmatch(self.pattern, response.strip(), re.DOTALL) is not None
 
+    def instruction_texts(self) -> list[str]:
+        """The fixed texts of the format: the template without the question, each per-type
+        suffix and the system prompt (for the tiny model's tokenizer corpus); none empty.
+
+        >>> [t[:20] for t in PROMPTS["sophiavl_think"].instruction_texts()][:2]
+        ['Please think about t', 'Please provide only ']
+        """
+        texts = [self.template.format(Question="").strip()]
+        texts += [s.strip() for s in self.type_suffixes.values()]
+        texts += [self.system] if self.system else []
+        return [t for t in dict.fromkeys(texts) if t]
+
+
+_THINK_ANSWER_TARGET = "<think>{reasoning}</think><answer>{answer}</answer>"
 
 PROMPTS: dict[str, PromptFormat] = {
     fmt.name: fmt
     for fmt in [
         PromptFormat(
             name="think_answer",
-            template=(
-                "{Question} First output the thinking process in <think> </think> tags and then "
-                "output the final answer in <answer> </answer> tags."
-            ),
-            target="<think>{reasoning}</think><answer>{answer}</answer>",
-            pattern=r"<think>.*?</think>\s*<answer>.*?</answer>",
+            template=VLM_R1_DEFAULT_TEMPLATE,
+            target=_THINK_ANSWER_TARGET,
+            pattern=THINK_ANSWER_PATTERN,
             source="VLM-R1 get_question_template default (reference/vlm-r1.md §2, §1.2)",
+        ),
+        PromptFormat(
+            name="rec_json",
+            template=VLM_R1_REC_TEMPLATE,
+            target="<think>{reasoning}</think><answer>{bbox_json}</answer>",
+            pattern=REC_JSON_PATTERN,
+            source="VLM-R1 get_question_template('rec') + format_reward_rec (vlm-r1.md §2, §1.2)",
+        ),
+        PromptFormat(
+            name="od_json",
+            template=VLM_R1_OD_TEMPLATE,
+            target=_THINK_ANSWER_TARGET,
+            pattern=THINK_ANSWER_PATTERN,
+            source="VLM-R1 get_question_template('odLength') + format_reward (vlm-r1.md §2, §1.2)",
+        ),
+        PromptFormat(
+            name="see_think_boxed",
+            template=SEE_THINK_TEMPLATE,
+            target="<description>{description}</description><think>{reasoning}</think>"
+            "\\boxed{{{answer}}}",
+            pattern=SEE_THINK_PATTERN,
+            source="Vision-SR1 see_think_format.jinja + see_think_selfReward.py format_reward "
+            "(vision-sr1-easyr1.md §1.1, §1.3, §2)",
+            strip_question=True,
+        ),
+        PromptFormat(
+            name="caption_bbox_answer",
+            template="{Question}",
+            target="<caption>{description}</caption><bbox>{boxes}</bbox><answer>{answer}</answer>",
+            pattern=CAPTION_BBOX_ANSWER_PATTERN,
+            source="SATORI-R1 prompt.txt (--system) + plugin.py external_format "
+            "(sophiavl-satori.md §B2, §B1)",
+            system=CAPTION_BBOX_ANSWER_SYSTEM_PROMPT,
+        ),
+        PromptFormat(
+            name="sophiavl_think",
+            template=SOPHIAVL_QUESTION_TEMPLATE,
+            target=_THINK_ANSWER_TARGET,
+            pattern=SOPHIAVL_THINK_PATTERN,
+            source="SophiaVL-R1 run_train.sh SYSTEM_PROMPT + dataset.py QUESTION_TEMPLATE, "
+            "TYPE_TEMPLATE + math_format_reward (sophiavl-satori.md §A5, §A4)",
+            system=SOPHIAVL_SYSTEM_PROMPT,
+            type_suffixes={
+                t: SOPHIAVL_TYPE_TEMPLATE[sophiavl_type(t)]
+                for t in (*SOPHIAVL_TYPE_TEMPLATE, *PROBLEM_TYPE_ALIASES)
+            },
         ),
     ]
 }

@@ -16,43 +16,73 @@ from vlrl.records import Record
 
 
 def to_conversation(record: Record, fmt: PromptFormat) -> list[dict[str, Any]]:
-    """The user turn for ``record`` with one image placeholder per image.
+    """The prompt turns for ``record``: the format's system turn (when it has one), then the user
+    turn with one image placeholder per image and the text of :meth:`PromptFormat.render_prompt`
+    (given the record's problem type).
 
     >>> from vlrl.prompts import PROMPTS
     >>> rec = Record(id="1", images=["a.png"], problem="How many?", answer="2",
     ...              problem_type="numerical", data_source="t")
     >>> to_conversation(rec, PROMPTS["think_answer"])[0]["content"][0]
     {'type': 'image'}
+    >>> [m["role"] for m in to_conversation(rec, PROMPTS["sophiavl_think"])]
+    ['system', 'user']
     """
     content: list[dict[str, Any]] = [{"type": "image"} for _ in record.images]
-    content.append({"type": "text", "text": fmt.render_prompt(record.problem)})
-    return [{"role": "user", "content": content}]
+    content.append({"type": "text", "text": _user_text(record, fmt)})
+    turns = [{"role": "user", "content": content}]
+    if fmt.system is not None:
+        turns.insert(0, {"role": "system", "content": [{"type": "text", "text": fmt.system}]})
+    return turns
+
+
+def _user_text(record: Record, fmt: PromptFormat) -> str:
+    return fmt.render_prompt(record.problem, problem_type=record.problem_type)
 
 
 def sft_target(record: Record, fmt: PromptFormat) -> str:
-    """The assistant turn SFT teaches: the record's reasoning and answer in the prompt format."""
+    """The assistant turn SFT teaches: the record's reasoning and answer in the prompt format.
+
+    The record's ``caption`` is the description (Vision-SR1) or caption (SATORI); without one the
+    reasoning stands in. Its ``boxes`` fill SATORI's ``<bbox>`` (all of them) and VLM-R1 REC's
+    JSON answer (the first); a SATORI target for a record without boxes lists the whole first
+    image, ``[[0, 0, width, height]]``.
+    """
     if record.reasoning is None:
         raise DataError(f"record {record.id}: no reasoning to build an SFT target from")
-    return fmt.render_target(record.reasoning, record.answer)
+    boxes = record.boxes
+    if not boxes and "boxes" in fmt.target_fields:
+        if not record.image_sizes:
+            raise DataError(
+                f"record {record.id}: format {fmt.name!r} needs boxes or an image size "
+                "(records read with read_records have it)"
+            )
+        width, height = record.image_sizes[0]
+        boxes = [[0, 0, width, height]]
+    return fmt.render_target(
+        record.reasoning, record.answer, description=record.caption, boxes=boxes
+    )
 
 
 def to_sharegpt(record: Record, fmt: PromptFormat, base_dir: Path) -> dict[str, Any]:
-    """A LLaMA-Factory sharegpt row with absolute image paths."""
+    """A LLaMA-Factory sharegpt row with absolute image paths.
+
+    The ``system`` column holds the format's system prompt, ``""`` when it has none (LLaMA-Factory
+    then uses the template's default system prompt, as without the column).
+    """
     return {
         "messages": [
-            {
-                "role": "user",
-                "content": "<image>" * len(record.images) + fmt.render_prompt(record.problem),
-            },
+            {"role": "user", "content": "<image>" * len(record.images) + _user_text(record, fmt)},
             {"role": "assistant", "content": sft_target(record, fmt)},
         ],
+        "system": fmt.system or "",
         "images": [str((base_dir / p).resolve()) for p in record.images],
     }
 
 
 SHAREGPT_DATASET_INFO = {
     "formatting": "sharegpt",
-    "columns": {"messages": "messages", "images": "images"},
+    "columns": {"messages": "messages", "system": "system", "images": "images"},
     "tags": {
         "role_tag": "role",
         "content_tag": "content",

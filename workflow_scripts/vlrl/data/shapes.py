@@ -557,8 +557,14 @@ def text_corpus(n: int = 2000, seed: int = 0, cfg: ShapesConfig | None = None) -
                     qn = ask(task, scene, fixed_rng, variant)
                     texts += [qn.problem, qn.reasoning, qn.answer]
     for fmt in PROMPTS.values():
-        texts.append(fmt.render_prompt(CAPTION_QUESTION))
-        texts.append(fmt.render_target("I see a red circle.", "a red circle"))
+        texts.append(fmt.render_prompt(CAPTION_QUESTION, problem_type="free_form"))
+        target = fmt.render_target(
+            "I see a red circle.",
+            "a red circle",
+            description="a red circle",
+            boxes=[[4, 6, 30, 32]],
+        )
+        texts.append(target)
     rng = split_rng(seed, "corpus")
     for index in range(n):
         task = cfg.tasks[index % len(cfg.tasks)]

@@ -2,7 +2,9 @@
 
 Follows reference/sophiavl-satori.md §B1–§B2, i.e. the released ms-swift plugin (justairr/SATORI-R1
 ``plugin.py`` @8923be7 and ``prompt.txt``). The four rewards are summed with weight 1 each (§B1
-"Combination", maximum 4).
+"Combination", maximum 4). The prompt format ``caption_bbox_answer`` and its texts
+(``CAPTION_BBOX_ANSWER_SYSTEM_PROMPT``, ``SATORI_FORMAT_PATTERN``, ``CAPTION_BBOX_ANSWER_PATTERN``,
+re-exported here) are declared in :mod:`vlrl.prompts`.
 
 Columns read (vlrl canonical name first, SATORI's name accepted as well):
 
@@ -21,26 +23,10 @@ import math
 import re
 from typing import Any
 
+from vlrl.prompts import CAPTION_BBOX_ANSWER_PATTERN as CAPTION_BBOX_ANSWER_PATTERN
+from vlrl.prompts import CAPTION_BBOX_ANSWER_SYSTEM_PROMPT as CAPTION_BBOX_ANSWER_SYSTEM_PROMPT
+from vlrl.prompts import SATORI_FORMAT_PATTERN as SATORI_FORMAT_PATTERN
 from vlrl.rewards.common import completion_text
-
-CAPTION_BBOX_ANSWER_SYSTEM_PROMPT = (
-    "Given an image and a question, follow these steps: First, generate a brief image caption "
-    "describing the overall scene. Provide the caption inside <caption> </caption>. Next, "
-    "determine the relevant reasoning process for answering the question by identifying the most "
-    "relevant image regions. Enclose these coordinates in <bbox>[[x1,y1,x2,y2], ...]</bbox>. "
-    "Finally, provide the final answer to the question inside <answer> </answer> tags."
-)
-"""``prompt.txt``: the system prompt (``--system``); the user turn is the plain question."""
-
-SATORI_FORMAT_PATTERN = (
-    r"^\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<answer>.*?</answer>\s*$"
-)
-"""§B1 ``Format``: used with ``re.match`` and DOTALL | MULTILINE (trailing lines tolerated)."""
-
-CAPTION_BBOX_ANSWER_PATTERN = (
-    r"\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<answer>.*?</answer>\s*(?:\n.*)?"
-)
-"""The same language as a ``re.fullmatch`` (DOTALL) pattern, for prompts.py."""
 
 _FORMAT = re.compile(SATORI_FORMAT_PATTERN, re.DOTALL | re.MULTILINE)
 _BBOX = re.compile(r"<bbox>(.*?)</bbox>", re.DOTALL)

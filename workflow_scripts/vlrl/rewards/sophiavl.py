@@ -24,63 +24,18 @@ import math
 import re
 from typing import Any
 
+from vlrl.prompts import PROBLEM_TYPE_ALIASES as PROBLEM_TYPE_ALIASES
+from vlrl.prompts import SOPHIAVL_QUESTION_TEMPLATE as SOPHIAVL_QUESTION_TEMPLATE
+from vlrl.prompts import SOPHIAVL_SYSTEM_PROMPT as SOPHIAVL_SYSTEM_PROMPT
+from vlrl.prompts import SOPHIAVL_THINK_PATTERN as SOPHIAVL_THINK_PATTERN
+from vlrl.prompts import SOPHIAVL_TYPE_TEMPLATE as SOPHIAVL_TYPE_TEMPLATE
+from vlrl.prompts import sophiavl_type as sophiavl_type
 from vlrl.rewards.common import completion_text
 
-# --- prompts (§A5) ----------------------------------------------------------------------------
-
-SOPHIAVL_SYSTEM_PROMPT = (
-    "You FIRST think about the reasoning process as an internal monologue and then provide the "
-    "final answer.\n The reasoning process MUST BE enclosed within <think> </think> tagsdd. The "
-    "final answer MUST BE enclosed within <answer> </answer> tags, for example "
-    "<think>your_thinking_process</think><answer>your_final_answer</answer>. If you use formula, "
-    "please use LaTeX format."
-)
-"""``scripts/train_scripts/run_train.sh`` ``SYSTEM_PROMPT`` (typo "tagsdd" kept)."""
-
-SOPHIAVL_QUESTION_TEMPLATE = (
-    "{Question}\n"
-    "Please think about this question as if you were a human pondering deeply. "
-    "Engage in an internal dialogue using expressions such as 'let me think', 'wait', 'Hmm', "
-    "'oh, I see', 'let's break it down', etc, or other natural language thought expressions "
-    "It's encouraged to include self-reflection or verification in the reasoning process. "
-    "Provide your detailed reasoning between the <think> </think> tags, and then give your final "
-    "answer between the <answer> </answer> tags."
-)
-"""``verl/utils/dataset.py`` ``QUESTION_TEMPLATE`` (training version)."""
-
-SOPHIAVL_TYPE_TEMPLATE = {
-    "multiple choice": " Please provide only the single option letter (e.g., A, B, C, D, etc.) "
-    "within the <answer> </answer> tags.",
-    "numerical": " Please provide the numerical value (e.g., 42 or 3.14) within the <answer> "
-    "</answer> tags.",
-    "OCR": " Please transcribe text from the image/video clearly and provide your text answer "
-    "within the <answer> </answer> tags.",
-    "free-form": " Please provide your text answer within the <answer> </answer> tags.",
-    "text": " Please provide the short text answer within the <answer> </answer> tags.",
-}
-"""``verl/utils/dataset.py`` ``TYPE_TEMPLATE``, appended after the question template."""
-
-SOPHIAVL_THINK_PATTERN = r"<think>(.*?)</think>.*<answer>(.*?)</answer>.*"
-"""§A4 ``math_format_reward``: re.fullmatch with DOTALL, no stripping (must start ``<think>``)."""
-
-PROBLEM_TYPE_ALIASES = {
-    "multiple_choice": "multiple choice",
-    "ocr": "OCR",
-    "free_form": "free-form",
-}
-"""vlrl canonical problem types → SophiaVL names."""
+# --- prompts (§A5): declared in vlrl.prompts (format ``sophiavl_think``) ----------------------
 
 _FORMAT = re.compile(SOPHIAVL_THINK_PATTERN, re.DOTALL)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-
-
-def sophiavl_type(problem_type: str) -> str:
-    """SophiaVL's name for a problem type (identity for names it already uses).
-
-    >>> sophiavl_type("multiple_choice"), sophiavl_type("OCR"), sophiavl_type("yes_no")
-    ('multiple choice', 'OCR', 'yes_no')
-    """
-    return PROBLEM_TYPE_ALIASES.get(problem_type, problem_type)
 
 
 def sophiavl_user_text(problem: str, problem_type: str, options: list[str] | None = None) -> str:

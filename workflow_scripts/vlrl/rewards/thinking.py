@@ -37,11 +37,11 @@ import logging
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import openai
-from pydantic import BaseModel, ConfigDict, Field
 
+from vlrl.config import THINKING_REWARD, ThinkingRewardConfig
 from vlrl.rewards.common import completion_text
 from vlrl.rewards.sophiavl import (
     _SCORE_EXTRACTORS,
@@ -53,32 +53,12 @@ from vlrl.scoring.judge import JudgeCache, redact_url
 
 log = logging.getLogger(__name__)
 
-NAME = "sophiavl.thinking"
+NAME = THINKING_REWARD
 CACHE_VERSION = "sophiavl-thinking-v1"
 """Part of the cache key: bump it when the request text or the parsing change."""
 
 MAX_LOGGED = 10
 _RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
-
-
-class ThinkingRewardConfig(BaseModel):
-    """Where the thinking reward model is served and how it is queried."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://host:8000/v1.")
-    model: str = Field(description="Served model name (released: thinking-reward-model).")
-    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key.")
-    concurrency: int = Field(8, ge=1)
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(3, ge=0)
-    backoff_s: float = Field(0.5, ge=0)
-    cache_dir: str | None = None
-    on_failure: Literal["missing", "score_zero"] = Field(
-        "missing",
-        description="A failed call or unparseable reply: missing (None, TRL ignores the sample) "
-        "or score_zero (0.0, the released behaviour). Both are counted and logged.",
-    )
 
 
 class ThinkingCache(JudgeCache):

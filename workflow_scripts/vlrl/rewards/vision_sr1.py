@@ -4,10 +4,13 @@ Follows reference/vision-sr1-easyr1.md §1–§2, i.e. the released code (zli123
 ``train_examples/reward_function/see_think_selfReward.py`` and ``verl/trainer/ray_trainer.py``).
 
 A response is ``<description>…</description><think>…</think>\boxed{…}``; there is no ``<answer>``
-tag (§1.1). Every training step runs a second, image-free pass of the same policy on a prompt built
-from the first response's description (:func:`extract_description`, :func:`self_reward_prompt`,
-§1.2). The texts it generates reach the rewards in the column **``self_reward_responses``**
-(list[str | None], aligned with ``completions``), filled by the ``self_reward`` algorithm.
+tag (§1.1). The prompt format ``see_think_boxed`` and its texts (``SEE_THINK_SUFFIX``,
+``SEE_THINK_TEMPLATE``, ``SEE_THINK_PATTERN``, re-exported here) are declared in
+:mod:`vlrl.prompts`. Every training step runs a second, image-free pass of the same policy on a
+prompt built from the first response's description (:func:`extract_description`,
+:func:`self_reward_prompt`, §1.2). The texts it generates reach the rewards in the column
+**``self_reward_responses``** (list[str | None], aligned with ``completions``), filled by the
+``self_reward`` algorithm.
 
 Columns read: ``answer`` (ground truth, graded by mathruler) and ``self_reward_responses``.
 
@@ -31,6 +34,9 @@ import logging
 import re
 from typing import Any
 
+from vlrl.prompts import SEE_THINK_PATTERN as SEE_THINK_PATTERN
+from vlrl.prompts import SEE_THINK_SUFFIX as SEE_THINK_SUFFIX
+from vlrl.prompts import SEE_THINK_TEMPLATE as SEE_THINK_TEMPLATE
 from vlrl.rewards.common import completion_text
 
 logger = logging.getLogger(__name__)
@@ -38,24 +44,6 @@ logger = logging.getLogger(__name__)
 SELF_REWARD_COLUMN = "self_reward_responses"
 """Column holding the second-pass (image-free) response for each completion."""
 
-# §2: ``see_think_format.jinja`` after ``{{ content | trim }} `` (literal backslash-n kept).
-SEE_THINK_SUFFIX = (
-    "You are tasked with analyzing an image/video to generate a detailed description to help you "
-    "answer the question. First analyze the image/video and produce a self-contained "
-    "description—detailed enough that can lead to the correct answer. Wrap the entire description "
-    "in <description> </description> tags.\\n Next, engage in an internal dialogue and include "
-    "self-reflection or verification in your reasoning process. Provide your detailed, "
-    "step-by-step reasoning based on the image/video description information and image/video, and "
-    "enclose this part within <think> </think> tags.\\n Finally, provide a single word or phrase "
-    "answer to the question in \\boxed{}.\\nThe output format should be: <description> "
-    "image/video description here </description> <think> reasoning process here </think> "
-    "\\boxed{FINAL ANSWER here}."
-)
-SEE_THINK_TEMPLATE = "{Question} " + SEE_THINK_SUFFIX.replace("{", "{{").replace("}", "}}")
-"""``str.format`` template for prompts.py (``see_think_boxed``); the question must be stripped."""
-
-# §1.3 fmt: ``format_reward`` of see_think_selfReward.py (used with re.fullmatch, DOTALL).
-SEE_THINK_PATTERN = r"^\s*<description>.*?</description>\s*<think>.*?</think>\s*\\boxed\{.*?\}\s*$"
 _SEE_THINK = re.compile(SEE_THINK_PATTERN, re.DOTALL)
 _TAG_SPACE = re.compile(r"\s*(<|>|/)\s*")
 _DESCRIPTION = re.compile(r"<description>([\s\S]*?)</description>", re.DOTALL)

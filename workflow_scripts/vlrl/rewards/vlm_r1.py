@@ -7,9 +7,9 @@ completion is a string or ``[{"role": "assistant", "content": str}]``. VLM-R1's 
 is ``"<answer> {answer} </answer>"`` built from our ``answer`` column (§3.1). A ground truth the
 reward cannot read raises ValueError naming the reward and the row.
 
-Prompt formats for these rewards (:data:`PROMPT_FORMATS`, not yet in :mod:`vlrl.prompts`):
-``think_answer`` (default template, ``vlm_r1.format``), ``rec_json`` (``vlm_r1.rec_format``) and
-``od_json`` (odLength "enhanced prompt", checked by ``vlm_r1.format``).
+Prompt formats for these rewards (declared in :mod:`vlrl.prompts`): ``think_answer`` (default
+template, ``vlm_r1.format``), ``rec_json`` (``vlm_r1.rec_format``) and ``od_json`` (odLength
+"enhanced prompt", checked by ``vlm_r1.format``); :data:`PROMPT_FORMATS` holds the last two.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from typing import Any
 
 from Levenshtein import ratio
 
-from vlrl.prompts import PromptFormat
+from vlrl.prompts import PROMPTS, PromptFormat
+from vlrl.prompts import REC_JSON_PATTERN as REC_FORMAT_PATTERN
+from vlrl.prompts import THINK_ANSWER_PATTERN as FORMAT_PATTERN
 from vlrl.rewards._detection import (
     ANSWER,
     GroundTruthError,
@@ -42,37 +44,8 @@ from vlrl.rewards.common import completion_text
 
 log = logging.getLogger(__name__)
 
-FORMAT_PATTERN = r"<think>.*?</think>\s*<answer>.*?</answer>"
-REC_FORMAT_PATTERN = (
-    r"<think>.*?</think>\s*<answer>.*?\{.*\[\d+,\s*\d+,\s*\d+,\s*\d+\].*\}.*?</answer>"
-)
 _GT_ANSWER = re.compile(r"<answer>(.*?)</answer>")  # no DOTALL, as in default_accuracy_reward
-_THINK_SENTENCE = (
-    "First output the thinking process in <think> </think> tags and then output the final "
-    "answer in <answer> </answer> tags."
-)
-_TARGET = "<think>{reasoning}</think><answer>{answer}</answer>"
-PROMPT_FORMATS: dict[str, PromptFormat] = {
-    "rec_json": PromptFormat(
-        name="rec_json",
-        template="{Question} " + _THINK_SENTENCE + " Output the final answer in JSON format.",
-        target=_TARGET,
-        pattern=REC_FORMAT_PATTERN,
-        source="VLM-R1 get_question_template('rec') + format_reward_rec (vlm-r1.md §2, §1.2)",
-    ),
-    "od_json": PromptFormat(
-        name="od_json",
-        template=(
-            "First thinks about the reasoning process in the mind and then provides the user "
-            "with the answer. The reasoning process and answer are enclosed within <think> "
-            "</think> and <answer> </answer> tags, respectively, i.e., <think> reasoning "
-            "process here </think><answer> answer here </answer>\n{Question}"
-        ),
-        target=_TARGET,
-        pattern=FORMAT_PATTERN,
-        source="VLM-R1 get_question_template('odLength') + format_reward (vlm-r1.md §2, §1.2)",
-    ),
-}
+PROMPT_FORMATS: dict[str, PromptFormat] = {name: PROMPTS[name] for name in ("rec_json", "od_json")}
 
 
 def _texts(completions: list[Any]) -> Iterator[tuple[int, str]]:

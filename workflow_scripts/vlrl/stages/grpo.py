@@ -9,11 +9,13 @@ curves (reward per function, KL, completion length, ...) are logged with dvclive
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
 from vlrl import paths
-from vlrl.config import ExperimentConfig, GRPOConfig
+from vlrl.algorithms import build_trainer
+from vlrl.config import THINKING_REWARD, ExperimentConfig, GRPOConfig
 from vlrl.data.convert import to_conversation
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir, write_json
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 
 FINAL = "final"
 DVCLIVE = "dvclive"
+FINGERPRINT = "vlrl_fingerprint.txt"
 # The vision tower in transformers 5.x Qwen2.5-VL (libraries.md §1, "Freezing the vision tower").
 VISION_KEY = "visual."
 # LoRA on the language model only: Qwen2.5-VL vision blocks reuse the MLP projection names.
@@ -52,7 +55,8 @@ def policy_input_dir(exp: str, cfg: ExperimentConfig) -> Path:
 
 def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
     """A datasets.Dataset with TRL's conversational ``prompt``, an ``images`` column of PIL
-    images, and the columns rewards read (answer, problem_type, boxes, options, task)."""
+    images (one or more per row), and the columns rewards read (problem, answer, problem_type,
+    boxes, options, caption, image_sizes, task)."""
     import datasets
 
     fmt = get_prompt(cfg.prompt)
@@ -60,10 +64,13 @@ def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
         {
             "prompt": to_conversation(r, fmt),
             "images": [str(data_dir / p) for p in r.images],
+            "problem": r.problem,
             "answer": r.answer,
             "problem_type": r.problem_type,
             "boxes": r.boxes,
             "options": r.options,
+            "caption": r.caption,
+            "image_sizes": r.image_sizes,
             "task": r.task or r.problem_type,
             "id": r.id,
         }
@@ -79,6 +86,16 @@ def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int):
     from trl import GRPOConfig as TRLGRPOConfig
 
     gpu = torch.cuda.is_available()
+    extra: dict[str, Any] = {}
+    if cfg.use_vllm:
+        extra |= {
+            "use_vllm": True,
+            "vllm_mode": cfg.vllm_mode,
+            "vllm_gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
+            "vllm_tensor_parallel_size": cfg.vllm_tensor_parallel_size,
+        }
+    if cfg.deepspeed:
+        extra["deepspeed"] = str(paths.deepspeed_file(cfg.deepspeed))
     return TRLGRPOConfig(
         output_dir=str(output_dir),
         seed=seed,
@@ -109,7 +126,87 @@ def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int):
         dataloader_num_workers=0,
         remove_unused_columns=False,
         disable_tqdm=False,
+        **extra,
     )
+
+
+def check_backends(cfg: GRPOConfig) -> None:
+    """Fail early, naming the option, when a requested backend is not installed or has no GPU."""
+    import importlib.util
+
+    import torch
+
+    wanted = {
+        "grpo.use_vllm": ("vllm", cfg.use_vllm),
+        "grpo.deepspeed": ("deepspeed", cfg.deepspeed),
+    }
+    for option, (module, on) in wanted.items():
+        if not on:
+            continue
+        if importlib.util.find_spec(module) is None:
+            raise StageError(f"{option} is set but {module} is not installed in this environment")
+        if not torch.cuda.is_available():
+            raise StageError(f"{option} is set but no GPU is visible")
+    if cfg.deepspeed and not paths.deepspeed_file(cfg.deepspeed).is_file():
+        raise StageError(f"grpo.deepspeed: {paths.deepspeed_file(cfg.deepspeed)} is missing")
+
+
+def reward_functions(cfg: GRPOConfig) -> list[Any]:
+    """The configured rewards in config order: registry rewards by name, and the reward-model
+    reward ``sophiavl.thinking`` built from ``grpo.reward_model``."""
+    from vlrl.rewards.thinking import get_thinking_reward
+
+    funcs: list[Any] = []
+    for name in cfg.rewards:
+        if name == THINKING_REWARD:
+            assert cfg.reward_model is not None  # config validation guarantees it
+            funcs.append(get_thinking_reward(cfg.reward_model))
+        else:
+            funcs.append(NamedReward(name))
+    return funcs
+
+
+def resume_point(checkpoints: Path, fingerprint: str, enabled: bool) -> str | None:
+    """The last checkpoint of an interrupted run with the same fingerprint, or None.
+
+    A checkpoint directory left by a different configuration is cleared rather than resumed.
+    """
+    from transformers.trainer_utils import get_last_checkpoint
+
+    stamp = checkpoints / FINGERPRINT
+    if checkpoints.is_dir() and (
+        not enabled or not stamp.is_file() or stamp.read_text() != fingerprint
+    ):
+        log.info("grpo: clearing %s (another configuration or resume off)", checkpoints)
+        shutil.rmtree(checkpoints)
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(fingerprint)
+    last = get_last_checkpoint(str(checkpoints))
+    if last:
+        log.info("grpo: resuming from %s", last)
+    return last
+
+
+def fingerprint(exp: str, cfg: ExperimentConfig, start: Path) -> str:
+    """What a checkpoint must share with this run to be resumed: the grpo section, the seed,
+    the prompt, and the start model's weights file metadata."""
+    import hashlib
+    import json
+
+    weights = sorted(
+        (p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in start.glob("*.safetensors")
+    )
+    blob = json.dumps(
+        {
+            "exp": exp,
+            "grpo": cfg.grpo.model_dump(mode="json"),
+            "seed": cfg.seed,
+            "prompt": cfg.prompt,
+            "weights": weights,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def load_policy(model_dir: Path, cfg: GRPOConfig):
@@ -158,7 +255,6 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
     from dvclive import Live
     from transformers import set_seed
     from transformers.integrations import DVCLiveCallback
-    from trl import GRPOTrainer
 
     start = policy_input_dir(exp, cfg)
     data_dir = paths.data_dir(exp)
@@ -169,7 +265,7 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
     records = read_records(data_dir / "train.jsonl", cfg.grpo.max_samples)
     dataset = build_dataset(records, data_dir, cfg)
     model, processor = load_policy(start, cfg.grpo)
-    rewards = [NamedReward(name) for name in cfg.grpo.rewards]
+    rewards = reward_functions(cfg.grpo)
     log.info(
         "grpo: %d prompts, %d steps, rewards %s, from %s",
         len(dataset),
@@ -178,29 +274,38 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
         start,
     )
 
+    check_backends(cfg.grpo)
+    checkpoints = paths.grpo_checkpoints_dir(exp)
+    resume_from = resume_point(checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume)
     with atomic_dir(paths.grpo_dir(exp)) as out:
         # dvcyaml=None: dvclive must not edit the generated dvc.yaml (plots are declared there).
-        live = Live(dir=str(out / DVCLIVE), dvcyaml=None, save_dvc_exp=False, report=None)
-        trainer = GRPOTrainer(
+        live = Live(
+            dir=str(out / DVCLIVE), dvcyaml=None, save_dvc_exp=False, report=None, resume=False
+        )
+        trainer = build_trainer(
+            cfg.grpo,
             model=model,
             reward_funcs=rewards,
-            args=trl_config(cfg.grpo, out / "checkpoints", cfg.seed),
+            args=trl_config(cfg.grpo, checkpoints, cfg.seed),
             train_dataset=dataset,
             processing_class=processor,
             peft_config=peft_config(cfg.grpo),
             callbacks=[DVCLiveCallback(live=live)],
         )
         log.info(
-            "grpo: %d trainable parameters",
-            sum(p.numel() for p in model.parameters() if p.requires_grad),
+            "grpo: %s, %d trainable parameters",
+            cfg.grpo.algorithm,
+            sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
         )
-        result = trainer.train()
+        result = trainer.train(resume_from_checkpoint=resume_from)
         trainer.save_model(str(out / FINAL))
         processor.save_pretrained(str(out / FINAL))
         write_json(
             out / "train_summary.json",
             {
                 "start_model": str(start),
+                "algorithm": cfg.grpo.algorithm,
+                "resumed_from": resume_from,
                 "steps": result.global_step,
                 "train_loss": result.training_loss,
                 "rewards": dict(cfg.grpo.rewards),
@@ -208,4 +313,5 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
                 "log_history": trainer.state.log_history,
             },
         )
-        log.info("grpo: wrote %s", paths.grpo_dir(exp))
+    shutil.rmtree(checkpoints, ignore_errors=True)
+    log.info("grpo: wrote %s", paths.grpo_dir(exp))
