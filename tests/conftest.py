@@ -3,10 +3,18 @@ base_model stage builds it), a small shapes dataset, and a project directory to 
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+# Under pytest-xdist several workers train at once; torch's default of one thread per core in each
+# (and in the LLaMA-Factory and dvc subprocesses they start) oversubscribes the CPU, which slowed
+# two concurrent SFT runs about 25x on 2 cores. One thread each; set before torch is imported.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 from vlrl.config import TinyModelConfig
 from vlrl.models.tiny import build_tiny_model

@@ -42,6 +42,10 @@ def test_freeze_vision_really_freezes(tiny_model_dir: Path) -> None:
     frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
     assert frozen and all(grpo.VISION_KEY in n for n in frozen)
     assert trainable and not any(grpo.VISION_KEY in n for n in trainable)
+    params = dict(model.named_parameters())
+    vision = sum(p.numel() for n, p in params.items() if grpo.VISION_KEY in n)
+    counted = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert vision > 0 and counted == sum(p.numel() for p in params.values()) - vision
 
 
 def test_lora_targets_exclude_vision(tiny_model_dir: Path) -> None:
@@ -103,3 +107,124 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
     assert any(not before[k].equal(after[k]) for k in before)
     curves = out / grpo.DVCLIVE / "plots" / "metrics"
     assert (curves / "train" / "reward.tsv").is_file() or any(curves.rglob("reward*.tsv"))
+
+
+def _small(overrides: list[str]) -> list[str]:
+    return [
+        "sft.enabled=false",
+        "grpo.logging_steps=1",
+        "grpo.per_device_train_batch_size=4",
+        "grpo.num_generations=2",
+        "grpo.max_completion_length=8",
+        "grpo.learning_rate=0.01",
+        "grpo.rewards={test.length: 1.0}",
+        *overrides,
+    ]
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_from_its_last_checkpoint(
+    project: Path, shapes_data: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trl import GRPOTrainer
+
+    from vlrl import rewards
+
+    monkeypatch.setitem(rewards.REGISTRY, "test.length", _length_reward)
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=2", "grpo.save_steps=1"]))
+    original = GRPOTrainer.training_step
+    calls = []
+
+    def dies_on_second_step(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(GRPOTrainer, "training_step", dies_on_second_step)
+    with pytest.raises(KeyboardInterrupt):
+        grpo.run("tiny_shapes", cfg)
+    checkpoints = paths.grpo_checkpoints_dir("tiny_shapes")
+    assert (checkpoints / "checkpoint-1").is_dir()
+    assert not paths.grpo_dir("tiny_shapes").exists()  # nothing half-written
+
+    monkeypatch.setattr(GRPOTrainer, "training_step", original)
+    grpo.run("tiny_shapes", cfg)
+    summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
+    assert summary["resumed_from"].endswith("checkpoint-1") and summary["steps"] == 2
+    assert not checkpoints.exists()  # removed once the stage succeeded
+
+
+def test_checkpoints_of_another_config_are_cleared(tmp_path: Path) -> None:
+    checkpoints = tmp_path / "grpo_checkpoints"
+    (checkpoints / "checkpoint-3").mkdir(parents=True)
+    (checkpoints / grpo.FINGERPRINT).write_text("old")
+    assert grpo.resume_point(checkpoints, "new", enabled=True) is None
+    assert not (checkpoints / "checkpoint-3").exists()
+    assert (checkpoints / grpo.FINGERPRINT).read_text() == "new"
+    (checkpoints / "checkpoint-3").mkdir()
+    (checkpoints / "checkpoint-3" / "trainer_state.json").write_text("{}")
+    assert grpo.resume_point(checkpoints, "new", enabled=True).endswith("checkpoint-3")
+    assert grpo.resume_point(checkpoints, "new", enabled=False) is None  # resume off: cleared
+
+
+@pytest.mark.parametrize(
+    ("option", "module"), [("grpo.use_vllm=true", "vllm"), ("grpo.deepspeed=zero3", "deepspeed")]
+)
+def test_missing_backend_is_named(option: str, module: str, project: Path, monkeypatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a)
+    )
+    cfg = load_experiment("tiny_shapes", [option])
+    with pytest.raises(StageError, match=rf"{option.split('=')[0]} is set but {module} is not"):
+        grpo.check_backends(cfg.grpo)
+
+
+def test_trl_config_passes_vllm_and_deepspeed(project: Path, tmp_path: Path) -> None:
+    cfg = load_experiment("tiny_shapes", ["grpo.use_vllm=true", "grpo.vllm_mode=colocate"])
+    args = grpo.trl_config(cfg.grpo, tmp_path, seed=0)
+    assert args.use_vllm and args.vllm_mode == "colocate"
+    assert args.vllm_gpu_memory_utilization == cfg.grpo.vllm_gpu_memory_utilization
+    for name in ("zero2", "zero3"):
+        stage = json.loads(paths.deepspeed_file(name).read_text())["zero_optimization"]["stage"]
+        assert stage == int(name[-1])
+
+
+@pytest.mark.slow
+def test_multi_image_rows_train(
+    project: Path, shapes_data: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows with two images: one image placeholder per image, and real steps run."""
+    from vlrl import rewards
+    from vlrl.files import write_jsonl
+
+    monkeypatch.setitem(rewards.REGISTRY, "test.length", _length_reward)
+    records = read_records(shapes_data / "train.jsonl")
+    pairs = [
+        r.model_copy(
+            update={
+                "images": [r.images[0], s.images[0]],
+                "image_sizes": [],
+                "problem": "Do the two images show the same number of shapes?",
+                "answer": "yes",
+                "problem_type": "yes_no",
+            }
+        )
+        for r, s in zip(records[::2], records[1::2], strict=True)
+    ]
+    data = paths.data_dir("tiny_shapes")
+    shutil.copytree(shapes_data, data)
+    write_jsonl(data / "train.jsonl", [p.model_dump() for p in pairs])
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=1"]))
+    dataset = grpo.build_dataset(read_records(data / "train.jsonl"), data, cfg)
+    assert len(dataset[0]["images"]) == 2
+    assert [p["type"] for p in dataset[0]["prompt"][-1]["content"]][:2] == ["image", "image"]
+    grpo.run("tiny_shapes", cfg)
+    summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
+    assert summary["steps"] == 1

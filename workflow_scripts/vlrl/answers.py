@@ -17,15 +17,24 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def extract_answer(text: str) -> str | None:
-    """The content of the last ``<answer>…</answer>``, stripped; None when there is none.
+    r"""The content of the last ``<answer>…</answer>``, stripped; without one, the last
+    ``\boxed{…}`` (Vision-SR1's answer, mathruler's brace matching); None when there is neither.
 
     >>> extract_answer("<think>first 3</think><answer> 5 </answer>")
     '5'
+    >>> extract_answer(r"<think>so {2}</think>\boxed{ \frac{1}{2} }")
+    '\\frac{1}{2}'
     >>> extract_answer("no tags") is None
     True
     """
     matches = _ANSWER.findall(text)
-    return matches[-1].strip() if matches else None
+    if matches:
+        return matches[-1].strip()
+    if "\\boxed{" in text:
+        from mathruler.grader import extract_boxed_content
+
+        return extract_boxed_content(text).strip()
+    return None
 
 
 def normalize_text(text: str) -> str:
