@@ -28,6 +28,16 @@ def test_dataset_columns(project: Path, shapes_data: Path) -> None:
     assert {"answer", "problem_type", "boxes", "options", "task"} <= set(ds.column_names)
 
 
+def test_select_tasks_keeps_only_the_named_tasks(shapes_data: Path) -> None:
+    records = read_records(shapes_data / "train.jsonl")
+    assert grpo.select_tasks(records, GRPOConfig()) == records
+    kept = grpo.select_tasks(records, GRPOConfig(tasks=["count", "color"]))
+    assert kept and {r.task for r in kept} == {"count", "color"}
+    assert len(kept) == sum(r.task in ("count", "color") for r in records)
+    with pytest.raises(StageError, match="no training record"):
+        grpo.select_tasks(records, GRPOConfig(tasks=["no_such_task"]))
+
+
 def test_named_reward_logs_registry_name() -> None:
     from trl.trainer.utils import get_callable_name
 

@@ -206,6 +206,11 @@ class GRPOConfig(Section):
         description="Reward name (see vlrl.rewards.REGISTRY) → weight.",
     )
     max_samples: int | None = None
+    tasks: list[str] | None = Field(
+        None,
+        description="Train only on records whose task is one of these (None: every record). "
+        "Tasks whose reward gives the policy no usable signal can be left out.",
+    )
     max_steps: int = 100
     learning_rate: float = 1e-6
     per_device_train_batch_size: int = 8
