@@ -29,7 +29,8 @@ CODE_ROOT = Path("workflow_scripts", "vlrl")
 # would rerun every stage; changing a default in config.py therefore needs --forcerun / dvc repro -f.
 STAGE_CODE = {
     "data": ["stages/data.py", "data/**/*.py", "records.py"],
-    "base_model": ["stages/base_model.py", "models/**/*.py"],
+    # The tiny tokenizer is trained on the shapes corpus and every prompt format's instruction.
+    "base_model": ["stages/base_model.py", "models/**/*.py", "data/shapes.py", "prompts.py"],
     "sft": ["stages/sft.py", "data/convert.py", "prompts.py", "records.py"],
     "grpo": [
         "stages/grpo.py",
