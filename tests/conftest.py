@@ -74,3 +74,20 @@ def shapes_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
         records = generate_split(cfg, split, n, seed=0, out_dir=out)
         write_jsonl(out / f"{split}.jsonl", [r.model_dump() for r in records])
     return out
+
+
+def _length_reward(completions, **kwargs):
+    """Varies even for a random model's output, so advantages are non-zero from step one."""
+    from vlrl.rewards.common import completion_text
+
+    return [min(len(completion_text(c)), 100) / 100 for c in completions]
+
+
+@pytest.fixture()
+def length_reward(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Registers ``test.length`` (a reward in [0, 1] that varies with the completion's length)
+    for one test and returns its name."""
+    from vlrl import rewards
+
+    monkeypatch.setitem(rewards.REGISTRY, "test.length", _length_reward)
+    return "test.length"

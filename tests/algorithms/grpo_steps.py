@@ -8,7 +8,6 @@ from pathlib import Path
 
 from vlrl import paths
 from vlrl.config import load_experiment
-from vlrl.rewards.common import completion_text
 from vlrl.stages import grpo
 
 EXP = "tiny_shapes"
@@ -21,11 +20,6 @@ SMALL_RUN = [
     "grpo.max_completion_length=12",
     "grpo.learning_rate=0.01",
 ]
-
-
-def length_reward(completions, **kwargs):
-    """Varies even for a random model's output, so advantages are non-zero from step one."""
-    return [min(len(completion_text(c)), 100) / 100 for c in completions]
 
 
 def run_grpo(start_model: Path, data: Path, overrides: list[str], exp: str = EXP) -> dict:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from grpo_steps import length_reward, logged, run_grpo, weights_changed
+from grpo_steps import logged, run_grpo, weights_changed
 
-from vlrl import rewards
 from vlrl.algorithms.self_reward import SelfRewardGRPOTrainer, second_pass_description
 from vlrl.errors import ConfigError
 
@@ -28,9 +27,8 @@ def test_second_pass_description(completion, missing, expected):
 
 @pytest.mark.slow
 def test_real_steps_run_the_second_pass_without_images(
-    project, shapes_data, tiny_model_dir, monkeypatch
+    length_reward, project, shapes_data, tiny_model_dir, monkeypatch
 ):
-    monkeypatch.setitem(rewards.REGISTRY, "test.length", length_reward)
     seen: list[tuple[list, object]] = []
     original = SelfRewardGRPOTrainer._tokenize_prompts
 

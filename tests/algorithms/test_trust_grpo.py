@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from grpo_steps import length_reward, logged, run_grpo, weights_changed
+from grpo_steps import logged, run_grpo, weights_changed
 
-from vlrl import rewards
 from vlrl.config import THINKING_REWARD
 from vlrl.errors import ConfigError
 
@@ -39,9 +38,8 @@ def trust(server, variant: str, **extra: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["released", "paper"])
 def test_real_steps_query_the_server_and_log_every_term(
-    variant, server, project, shapes_data, tiny_model_dir, monkeypatch
+    length_reward, variant, server, project, shapes_data, tiny_model_dir, monkeypatch
 ):
-    monkeypatch.setitem(rewards.REGISTRY, "test.length", length_reward)
     summary = run_grpo(
         tiny_model_dir,
         shapes_data,
@@ -66,9 +64,8 @@ def test_real_steps_query_the_server_and_log_every_term(
 
 @pytest.mark.slow
 def test_failed_calls_drop_groups_and_are_counted(
-    server, project, shapes_data, tiny_model_dir, monkeypatch
+    length_reward, server, project, shapes_data, tiny_model_dir, monkeypatch
 ):
-    monkeypatch.setitem(rewards.REGISTRY, "test.length", length_reward)
     server.state.fail_always = 500
     summary = run_grpo(
         tiny_model_dir,

@@ -72,22 +72,15 @@ def test_missing_input_named(project: Path) -> None:
         grpo.run("tiny_shapes", load_experiment("tiny_shapes"))
 
 
-def _length_reward(completions, **kwargs):
-    """Varies even for a random model's output, so advantages are non-zero from step one."""
-    from vlrl.rewards.common import completion_text
-
-    return [min(len(completion_text(c)), 100) / 100 for c in completions]
-
-
 @pytest.mark.slow
 def test_a_few_real_steps_log_rewards_and_change_weights(
-    project: Path, shapes_data: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    length_reward: str,
+    project: Path,
+    shapes_data: Path,
+    tiny_model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from safetensors.torch import load_file
-
-    from vlrl import rewards
-
-    monkeypatch.setitem(rewards.REGISTRY, "test.length", _length_reward)
 
     shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
     shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
@@ -134,13 +127,14 @@ def _small(overrides: list[str]) -> list[str]:
 
 @pytest.mark.slow
 def test_killed_run_resumes_from_its_last_checkpoint(
-    project: Path, shapes_data: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    length_reward: str,
+    project: Path,
+    shapes_data: Path,
+    tiny_model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from trl import GRPOTrainer
 
-    from vlrl import rewards
-
-    monkeypatch.setitem(rewards.REGISTRY, "test.length", _length_reward)
     shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
     shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=2", "grpo.save_steps=1"]))
@@ -207,13 +201,15 @@ def test_trl_config_passes_vllm_and_deepspeed(project: Path, tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_multi_image_rows_train(
-    project: Path, shapes_data: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    length_reward: str,
+    project: Path,
+    shapes_data: Path,
+    tiny_model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Rows with two images: one image placeholder per image, and real steps run."""
-    from vlrl import rewards
     from vlrl.files import write_jsonl
 
-    monkeypatch.setitem(rewards.REGISTRY, "test.length", _length_reward)
     records = read_records(shapes_data / "train.jsonl")
     pairs = [
         r.model_copy(
