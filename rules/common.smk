@@ -58,11 +58,11 @@ STAGE_CODE = {
 # the generated dvc.yaml) rerun a stage exactly when a section it reads changes.
 STAGE_SECTIONS = {
     "data": ["seed", "data"],
-    "sft": ["seed", "prompt", "sft"],
-    "grpo": ["seed", "prompt", "grpo"],
+    "sft": ["seed", "cpu_threads", "prompt", "sft"],
+    "grpo": ["seed", "cpu_threads", "prompt", "grpo"],
     # merge reads no values: LoRA vs full fine-tune follows the files of the grpo checkpoint.
     "merge": [],
-    "infer": ["seed", "prompt", "infer"],
+    "infer": ["seed", "cpu_threads", "prompt", "infer"],
     "score": ["score"],
     "report": ["report", "benchmarks", "infer"],
 }

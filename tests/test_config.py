@@ -31,6 +31,7 @@ def test_override_wins_over_file(project: Path) -> None:
         ("grpo:\n  rewards: {nope.reward: 1.0}\n", "nope.reward"),  # unknown reward
         ("base_model: missing-model\n", "missing-model"),  # model without a config file
         ("surprise: 1\n", "surprise"),  # unknown top-level key
+        ("cpu_threads: 0\n", "cpu_threads"),  # at least one thread
     ],
 )
 def test_bad_experiment_names_file_and_key(project: Path, yaml_text: str, message: str) -> None:

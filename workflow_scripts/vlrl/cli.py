@@ -49,8 +49,11 @@ def _run(fn, *args, **kwargs) -> None:
 
 def _cfg(exp: str, overrides: list[str] | None):
     from vlrl.config import load_experiment
+    from vlrl.threads import pin_cpu_threads
 
-    return load_experiment(exp, overrides)
+    cfg = load_experiment(exp, overrides)
+    pin_cpu_threads(cfg.cpu_threads)
+    return cfg
 
 
 @app.command()

@@ -339,6 +339,13 @@ class ExperimentConfig(Section):
 
     description: str = ""
     seed: int = 0
+    cpu_threads: int | None = Field(
+        None,
+        ge=1,
+        description="CPU threads of each stage process (torch, and OMP/MKL for LLaMA-Factory). "
+        "Results on CPU depend on it: set it for numbers that reproduce across machines' core "
+        "counts and test runs. None: the machine's default.",
+    )
     prompt: PromptName = "think_answer"
     data: DataConfig = Field(default_factory=DataConfig)
     base_model: str = Field(description="A model name from config/models/.")
