@@ -39,7 +39,7 @@ test: setup
 	ruff check .
 	ruff format --check .
 	snakemake --lint
-	pytest -n 2 --dist loadgroup --timeout 1800 --durations 15
+	pytest -n 2 --dist loadfile --timeout 1800 --durations 15
 
 ## test-fast: unit tests only (no training)
 test-fast: setup

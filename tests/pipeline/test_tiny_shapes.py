@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 from scratch_project import Project
 
-# One worker runs the whole module, so the module-scoped pipeline run happens once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny_shapes")]
+# `make test` distributes by file (--dist loadfile): one worker runs this module, so the
+# module-scoped pipeline runs once, not once per worker.
+pytestmark = pytest.mark.slow
 
 EXP, BENCH = "tiny_shapes", "shapes_test"
 

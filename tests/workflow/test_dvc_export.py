@@ -94,11 +94,11 @@ def test_tiny_shapes_stage_contents(tiny):
     sft = stages[f"sft--{EXP}"]
     assert sft["cmd"] == f"vlrl sft {EXP}"
     assert sft["deps"][:2] == [data_dir, model_dir]
-    assert _params(sft) == {exp_file: ["seed", "prompt", "sft"]}
+    assert _params(sft) == {exp_file: ["seed", "cpu_threads", "prompt", "sft"]}
 
     grpo = stages[f"grpo--{EXP}"]
     assert grpo["deps"][:2] == [data_dir, str(paths.sft_dir(EXP))]
-    assert _params(grpo) == {exp_file: ["seed", "prompt", "grpo"]}
+    assert _params(grpo) == {exp_file: ["seed", "cpu_threads", "prompt", "grpo"]}
     assert "workflow_scripts/vlrl/rewards/common.py" in grpo["deps"]
 
     merge = stages[f"merge--{EXP}"]
@@ -117,12 +117,11 @@ def test_tiny_shapes_stage_contents(tiny):
         assert data_dir in infer["deps"]
         assert f"config/benchmarks/{bench}.yaml" in infer["deps"]
         assert _outs(infer) == [str(paths.predictions_file(EXP, checkpoint, bench))]
-        assert _params(infer) == {exp_file: ["seed", "prompt", "infer"]}
+        assert _params(infer) == {exp_file: ["seed", "cpu_threads", "prompt", "infer"]}
         score = stages[f"score--{EXP}--{checkpoint}--{bench}"]
         assert score["deps"][0] == str(paths.predictions_file(EXP, checkpoint, bench))
         assert _outs(score) == [str(paths.scores_file(EXP, checkpoint, bench))]
-        # tiny_shapes leaves `score` at its defaults: DVC would reject an absent params key
-        assert "params" not in score
+        assert _params(score) == {exp_file: ["score"]}
 
     report = stages[f"report--{EXP}"]
     assert report["cmd"] == f"vlrl report {EXP}"
@@ -130,6 +129,7 @@ def test_tiny_shapes_stage_contents(tiny):
     assert report["deps"][: len(scores)] == scores
     assert _outs(report) == [str(paths.report_dir(EXP))]
     assert report["metrics"] == [{str(paths.metrics_file(EXP)): {"cache": False}}]
+    # tiny_shapes leaves `report` at its defaults: DVC would reject an absent params key
     assert _params(report) == {exp_file: ["benchmarks", "infer"]}
 
     assert tiny["plots"] == [{f"results/{EXP}/grpo/dvclive/plots/metrics": {"x": "step"}}]
