@@ -119,6 +119,14 @@ def model_params(wildcards):
     return _sections_of(path, list(_yaml_top(path)))
 
 
+def stage_threads(wildcards):
+    """Cores a training or inference job holds: the experiment's cpu_threads, else all cores.
+
+    With cpu_threads pinned, `snakemake --cores N` runs up to N such jobs side by side.
+    """
+    return experiment(wildcards.exp).cpu_threads or workflow.cores
+
+
 # input functions -------------------------------------------------------------------------
 def get_base_model(wildcards):
     """resources/models/<base_model of the experiment>."""

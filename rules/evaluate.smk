@@ -17,7 +17,7 @@ rule infer:
         "logs/benchmarks/infer/{exp}/{checkpoint}/{bench}.tsv"
     conda:
         "../envs/main.yaml"
-    threads: workflow.cores
+    threads: stage_threads
     resources:
         gpu=0,
     shell:

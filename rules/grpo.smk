@@ -17,7 +17,7 @@ rule grpo:
         "logs/benchmarks/grpo/{exp}.tsv"
     conda:
         "../envs/main.yaml"
-    threads: workflow.cores
+    threads: stage_threads
     resources:
         gpu=0,
     shell:

@@ -19,7 +19,7 @@ rule sft:
     # whose pins conflict with TRL's. So the rule's own environment is main, not sft.
     conda:
         "../envs/main.yaml"
-    threads: workflow.cores
+    threads: stage_threads
     resources:
         gpu=0,
     shell:

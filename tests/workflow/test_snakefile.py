@@ -97,3 +97,19 @@ def test_snakemake_rejects_an_unknown_params_key(tmp_path):
     out = snakemake("-n", cwd=tmp_path)
     assert out.returncode != 0
     assert "'experimnets' was unexpected" in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize(("cpu_threads", "expected"), [("3", "3"), ("null", "4")])
+def test_jobs_hold_the_experiments_cpu_threads(tmp_path, cpu_threads, expected):
+    """sft, grpo and the three infer jobs hold cpu_threads cores (all cores when unset)."""
+    for item in ("Snakefile", "rules", "config", "params.yaml"):
+        src = ROOT / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
+    exp_file = tmp_path / "config" / "experiments" / "tiny_shapes.yaml"
+    text = exp_file.read_text()
+    assert "\ncpu_threads: 1\n" in text
+    exp_file.write_text(text.replace("\ncpu_threads: 1\n", f"\ncpu_threads: {cpu_threads}\n"))
+    out = snakemake("-n", "--cores", "4", "--forceall", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    held = [line.split()[-1] for line in out.stdout.splitlines() if "threads:" in line]
+    assert held == [expected] * 5, out.stdout
