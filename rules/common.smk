@@ -40,6 +40,7 @@ STAGE_CODE = {
         "records.py",
         "rewards/**/*.py",
         "answers.py",
+        "endpoints.py",
     ],
     "merge": ["stages/merge.py"],
     "infer": [
@@ -49,7 +50,7 @@ STAGE_CODE = {
         "records.py",
         "benchmarks.py",
     ],
-    "score": ["stages/score.py", "scoring/**/*.py", "answers.py", "benchmarks.py"],
+    "score": ["stages/score.py", "scoring/**/*.py", "answers.py", "benchmarks.py", "endpoints.py"],
     "report": ["stages/report.py", "report/**/*.py", "templates/*"],
 }
 

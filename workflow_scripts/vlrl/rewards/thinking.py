@@ -10,7 +10,8 @@ Differences from the released client, which are deliberate:
 - Concurrency: requests go out concurrently through ``openai.AsyncOpenAI`` (its own retries off),
   bounded by an ``asyncio.Semaphore(cfg.concurrency)``; the released code is sequential.
 - Retries: connection errors, timeouts, 429 and 5xx are retried ``cfg.max_retries`` times with
-  exponential backoff (``backoff_s · 2^k``, at most 30 s); other HTTP errors are not retried.
+  exponential backoff (``backoff_s · 2^k``, at most 30 s; :func:`vlrl.endpoints.complete`);
+  other HTTP errors are not retried.
 - Failures are never scored silently. A call that still fails, or a reply in which no extractor
   of ``parse_thinking_score`` matches, gives None for that sample (TRL: not applicable) with
   ``on_failure="missing"``, or 0.0 with ``on_failure="score_zero"`` (the released behaviour);
@@ -42,6 +43,7 @@ from typing import Any
 import openai
 
 from vlrl.config import THINKING_REWARD, ThinkingRewardConfig
+from vlrl.endpoints import CallFailed, complete
 from vlrl.rewards.common import completion_text
 from vlrl.rewards.sophiavl import (
     _SCORE_EXTRACTORS,
@@ -58,7 +60,6 @@ CACHE_VERSION = "sophiavl-thinking-v1"
 """Part of the cache key: bump it when the request text or the parsing change."""
 
 MAX_LOGGED = 10
-_RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
 
 
 class ThinkingCache(JudgeCache):
@@ -136,13 +137,6 @@ def prompt_text(prompt: Any) -> str:
     if isinstance(prompt, str):
         return prompt
     return decoded_chat_prompt(list(prompt))
-
-
-class _CallFailed(Exception):
-    def __init__(self, error: openai.OpenAIError, attempts: int) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.attempts = attempts
 
 
 class ThinkingReward:
@@ -250,7 +244,7 @@ class ThinkingReward:
         self.calls += 1
         try:
             reply = await self._call(client, body)
-        except _CallFailed as failed:
+        except CallFailed as failed:
             exc = failed.error
             status = getattr(exc, "status_code", None)
             head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
@@ -274,24 +268,17 @@ class ThinkingReward:
         return score, None
 
     async def _call(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> str:
-        attempt = 0
-        while True:
-            attempt += 1
+        def counted() -> None:
             self.attempts += 1
-            try:
-                response = await client.chat.completions.create(**body)
-            except _RETRYABLE as exc:
-                if attempt > self.cfg.max_retries:
-                    raise _CallFailed(exc, attempt) from exc
-                delay = min(30.0, self.cfg.backoff_s * 2 ** (attempt - 1))
-                log.debug("%s: %s; retry %d in %.2fs", NAME, type(exc).__name__, attempt, delay)
-                await asyncio.sleep(delay)
-                continue
-            except openai.OpenAIError as exc:
-                raise _CallFailed(exc, attempt) from exc
-            if not response.choices:
-                return ""
-            return response.choices[0].message.content or ""
+
+        return await complete(
+            client,
+            body,
+            max_retries=self.cfg.max_retries,
+            backoff_s=self.cfg.backoff_s,
+            on_attempt=counted,
+            label=NAME,
+        )
 
 
 def _scrub(text: str, secret: str) -> str:

@@ -9,7 +9,8 @@ count it).
 
 - Client: the official ``openai`` ``AsyncOpenAI`` (its own retries off); concurrency is bounded
   by an ``asyncio.Semaphore(cfg.concurrency)``; connection errors, timeouts, 429 and 5xx are
-  retried ``cfg.max_retries`` times with exponential backoff; other HTTP errors are not retried.
+  retried ``cfg.max_retries`` times with exponential backoff (:func:`vlrl.endpoints.complete`);
+  other HTTP errors are not retried.
 - Cache: :class:`JudgeCache`, one JSON file per verdict under ``results/<exp>/judge_cache/``,
   keyed by the sha256 of judge model, prompt version, question, reference, candidate and
   decoding parameters. Only parsed verdicts are cached, so a rerun asks again about failures.
@@ -38,6 +39,7 @@ import openai
 
 from vlrl import paths
 from vlrl.config import JudgeConfig
+from vlrl.endpoints import CallFailed, complete
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +270,6 @@ class JudgeStats:
 
 
 MAX_LOGGED = 10
-_RETRYABLE = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
 
 
 def redact_url(url: str) -> str:
@@ -375,7 +376,7 @@ class Judge:
         prompt = build_prompt(request.question, request.reference, request.candidate)
         try:
             reply = await self._call(client, prompt)
-        except _CallFailed as failed:
+        except CallFailed as failed:
             return JudgeOutcome(None, None, error=self._describe(failed))
         reply = self.scrub(reply)
         verdict = parse_verdict(reply)
@@ -402,41 +403,29 @@ class Judge:
         """One chat completion, retried on transient errors; the reply text ('' if none).
 
         Raises:
-            _CallFailed: with the last error and the number of attempts made.
+            CallFailed: with the last error and the number of attempts made.
         """
-        attempt = 0
-        while True:
-            attempt += 1
-            self.stats.attempts += 1
-            try:
-                response = await client.chat.completions.create(
-                    model=self.cfg.model,
-                    messages=[{"role": "user", "content": prompt}],
-                    temperature=self.cfg.temperature,
-                    max_tokens=self.cfg.max_tokens,
-                )
-            except _RETRYABLE as exc:
-                if attempt > self.cfg.max_retries:
-                    raise _CallFailed(exc, attempt) from exc
-                delay = min(30.0, self.backoff_s * 2 ** (attempt - 1))
-                log.debug("judge: %s; retry %d in %.1fs", type(exc).__name__, attempt, delay)
-                await asyncio.sleep(delay)
-                continue
-            except openai.OpenAIError as exc:
-                raise _CallFailed(exc, attempt) from exc
-            if not response.choices:
-                return ""
-            return response.choices[0].message.content or ""
 
-    def _describe(self, failed: _CallFailed) -> str:
+        def counted() -> None:
+            self.stats.attempts += 1
+
+        body = {
+            "model": self.cfg.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "temperature": self.cfg.temperature,
+            "max_tokens": self.cfg.max_tokens,
+        }
+        return await complete(
+            client,
+            body,
+            max_retries=self.cfg.max_retries,
+            backoff_s=self.backoff_s,
+            on_attempt=counted,
+            label="judge",
+        )
+
+    def _describe(self, failed: CallFailed) -> str:
         exc = failed.error
         status = getattr(exc, "status_code", None)
         head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
         return self.scrub(f"{head} after {failed.attempts} attempt(s): {str(exc)[:300]}")
-
-
-class _CallFailed(Exception):
-    def __init__(self, error: openai.OpenAIError, attempts: int) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.attempts = attempts
