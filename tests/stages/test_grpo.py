@@ -38,6 +38,13 @@ def test_select_tasks_keeps_only_the_named_tasks(shapes_data: Path) -> None:
         grpo.select_tasks(records, GRPOConfig(tasks=["no_such_task"]))
 
 
+def test_max_samples_counts_the_records_left_after_the_tasks_filter(shapes_data: Path) -> None:
+    records = read_records(shapes_data / "train.jsonl")
+    kept = grpo.select_tasks(records, GRPOConfig(tasks=["count"], max_samples=3))
+    assert len(kept) == 3 and {r.task for r in kept} == {"count"}
+    assert grpo.select_tasks(records, GRPOConfig(max_samples=5)) == records[:5]
+
+
 def test_named_reward_logs_registry_name() -> None:
     from trl.trainer.utils import get_callable_name
 

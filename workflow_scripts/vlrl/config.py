@@ -205,7 +205,9 @@ class GRPOConfig(Section):
         default_factory=lambda: {"common.format": 0.5, "common.accuracy": 1.0},
         description="Reward name (see vlrl.rewards.REGISTRY) → weight.",
     )
-    max_samples: int | None = None
+    max_samples: int | None = Field(
+        None, ge=1, description="Train on at most this many records (after the tasks filter)."
+    )
     tasks: list[str] | None = Field(
         None,
         description="Train only on records whose task is one of these (None: every record). "

@@ -54,18 +54,18 @@ def policy_input_dir(exp: str, cfg: ExperimentConfig) -> Path:
 
 
 def select_tasks(records: list[Record], cfg: GRPOConfig) -> list[Record]:
-    """The records GRPO trains on: those whose task (else problem type) is in ``cfg.tasks``,
-    or all of them when ``cfg.tasks`` is None.
+    """The records GRPO trains on: those whose task (else problem type) is in ``cfg.tasks``
+    (all of them when it is None), then the first ``cfg.max_samples`` of those.
 
     Raises:
         StageError: when no record is left.
     """
-    if cfg.tasks is None:
-        return records
-    kept = [r for r in records if (r.task or r.problem_type) in cfg.tasks]
-    if not kept:
-        raise StageError(f"grpo: no training record has a task in grpo.tasks {cfg.tasks}")
-    return kept
+    kept = records
+    if cfg.tasks is not None:
+        kept = [r for r in records if (r.task or r.problem_type) in cfg.tasks]
+        if not kept:
+            raise StageError(f"grpo: no training record has a task in grpo.tasks {cfg.tasks}")
+    return kept[: cfg.max_samples]
 
 
 def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
@@ -277,7 +277,7 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
         if not needed.is_file():
             raise StageError(f"grpo: input {needed} is missing; run the earlier stages first")
     set_seed(cfg.seed)
-    records = select_tasks(read_records(data_dir / "train.jsonl", cfg.grpo.max_samples), cfg.grpo)
+    records = select_tasks(read_records(data_dir / "train.jsonl"), cfg.grpo)
     dataset = build_dataset(records, data_dir, cfg)
     model, processor = load_policy(start, cfg.grpo)
     rewards = reward_functions(cfg.grpo)
