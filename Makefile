@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONHASHSEED := 0
 
-.PHONY: setup run run-snakemake test test-fast lint format lock dvc-yaml clean
+.PHONY: setup run run-snakemake resume test test-fast lint format lock dvc-yaml clean
 
 setup: $(STAMPS)/main $(STAMPS)/sft
 
@@ -25,13 +25,21 @@ $(STAMPS)/sft: envs/sft.txt pyproject.toml
 	$(SFT)/bin/pip install --quiet --no-deps -e .
 	mkdir -p $(STAMPS) && touch $@
 
-## run: set up, then reproduce every experiment in params.yaml with DVC (reports/ at the end)
+## run: set up, then reproduce every experiment in params.yaml with DVC (reports/ at the end);
+## then hand over to Snakemake (--touch re-records its jobs, recomputing nothing)
 run: setup
 	dvc repro
+	snakemake --touch --cores 1 --quiet all
 	@echo "report: reports/*/results.md"
 
 ## run-snakemake: the same DAG with Snakemake (local profile)
 run-snakemake: setup
+	snakemake --profile profiles/local
+
+## resume: after an interrupted Snakemake run (Ctrl-C, a killed job): release its lock and rerun
+## what was not finished (the profile reruns incomplete jobs); stages clear their own leftovers
+resume: setup
+	snakemake --unlock --cores 1
 	snakemake --profile profiles/local
 
 ## test: set up, then lint, dry-run the DAG, unit tests and the tiny end-to-end run

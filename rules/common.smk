@@ -1,6 +1,14 @@
-# Shared by all the .smk files: experiment configs, the code each stage runs, the config sections it
-# reads, and the get_* input functions. Paths come from vlrl.paths, the one declaration the stages
-# use too (its functions accept wildcard strings: paths.data_dir("{exp}")).
+# Shared by all the .smk files: experiment configs, what each stage depends on, and the get_*
+# input functions. Paths come from vlrl.paths, the one declaration the stages use too (its
+# functions accept wildcard strings: paths.data_dir("{exp}")).
+#
+# What a stage depends on is derived from its code, never listed here (vlrl.workflow.stage_deps):
+# its source files are the modules vlrl/stages/<rule>.py imports, and its config is the file of
+# resolved values (defaults included) of the keys that module declares in READS
+# (vlrl.workflow.resolve). Both are inputs of the stage's jobs.
+#
+# Each job runs `workflow_scripts/vlrl.sh <stage> ...` (vlrl.paths.LAUNCHER), i.e. the vlrl command
+# of this checkout's .venv, else the one on PATH, so neither tool depends on the caller's PATH.
 #
 # No rules live here (snakemake --lint: functions and rules in separate files).
 
@@ -8,10 +16,10 @@ import functools
 import os
 from pathlib import Path
 
-import yaml
-
 from vlrl import benchmarks, paths
-from vlrl.config import ExperimentConfig, load_experiment, load_model
+from vlrl.workflow import resolve
+from vlrl.workflow.check import load_checked
+from vlrl.workflow.stage_deps import code_files, declared_reads
 
 
 wildcard_constraints:
@@ -21,103 +29,42 @@ wildcard_constraints:
     checkpoint=r"base|sft|grpo",
 
 
-CODE_ROOT = Path("workflow_scripts", "vlrl")
-
-# The source files each stage runs, as globs under workflow_scripts/vlrl/. They are inputs of the
-# stage's jobs (and deps of its DVC stages), so editing a stage's code reruns it in both tools.
-# Shared plumbing (config.py, paths.py, files.py, cli.py) is left out on purpose: an edit there
-# would rerun every stage; changing a default in config.py therefore needs --forcerun / dvc repro -f.
-STAGE_CODE = {
-    "data": ["stages/data.py", "data/**/*.py", "records.py"],
-    # The tiny tokenizer is trained on the shapes corpus and every prompt format's instruction.
-    "base_model": ["stages/base_model.py", "models/**/*.py", "data/shapes.py", "prompts.py"],
-    "sft": ["stages/sft.py", "data/convert.py", "prompts.py", "records.py"],
-    "grpo": [
-        "stages/grpo.py",
-        "algorithms/**/*.py",
-        "data/convert.py",
-        "prompts.py",
-        "records.py",
-        "rewards/**/*.py",
-        "answers.py",
-        "endpoints.py",
-    ],
-    "merge": ["stages/merge.py"],
-    "infer": [
-        "stages/infer.py",
-        "generation/**/*.py",
-        "prompts.py",
-        "records.py",
-        "benchmarks.py",
-    ],
-    "score": ["stages/score.py", "scoring/**/*.py", "answers.py", "benchmarks.py", "endpoints.py"],
-    "report": ["stages/report.py", "report/**/*.py", "templates/*"],
-}
-
-# Top-level sections of config/experiments/<exp>.yaml each stage reads. They become the stage's
-# `params:` (see experiment_params), so Snakemake (rerun trigger "params") and DVC (`params:` in
-# the generated dvc.yaml) rerun a stage exactly when a section it reads changes.
-STAGE_SECTIONS = {
-    "data": ["seed", "data"],
-    "sft": ["seed", "cpu_threads", "prompt", "sft"],
-    "grpo": ["seed", "cpu_threads", "prompt", "grpo"],
-    # merge reads no values: LoRA vs full fine-tune follows the files of the grpo checkpoint.
-    "merge": [],
-    "infer": ["seed", "cpu_threads", "prompt", "infer"],
-    "score": ["score"],
-    "report": ["report", "benchmarks", "infer"],
-}
-
-
 def rel(path):
     """A path relative to the working directory (the project root), as a string."""
     return os.path.relpath(path) if os.path.isabs(path) else str(path)
 
 
 def code(stage):
-    """The source files of one stage (sorted, relative to the project root)."""
-    files = set()
-    for pattern in STAGE_CODE[stage]:
-        files.update(p for p in CODE_ROOT.glob(pattern) if p.is_file() and p.suffix != ".pyc")
-    return sorted(str(p) for p in files)
+    """The source files stage <stage> runs (inputs of its jobs, deps of its DVC stages)."""
+    return code_files(stage)
 
 
 @functools.cache
 def experiment(name):
     """The validated config of one experiment (raises ConfigError naming the file and key)."""
-    return load_experiment(name)
+    return load_checked(name)
 
 
 @functools.cache
-def _yaml_top(path):
-    return yaml.safe_load(Path(path).read_text()) or {}
+def _resolved_experiment(name):
+    return resolve.resolved_experiment(name)
 
 
-def _sections_of(path, sections):
-    """{file: {section: value}} for the declared sections present in the file."""
-    top = _yaml_top(path)
-    return {rel(path): {key: top[key] for key in sections if key in top}}
+def stage_params(stage):
+    """Input function: results/<exp>/params/<stage>.yaml, the resolved values of the config keys
+    the stage reads, brought up to date as the DAG is built (rewritten only when they change,
+    so its time tells Snakemake, and its hash DVC, exactly when the stage must rerun)."""
+    if stage == resolve.MODEL_STAGE:
+        return lambda wildcards: resolve.ensure(stage, wildcards.model)
+    return lambda wildcards: resolve.ensure(stage, wildcards.exp, _resolved_experiment(wildcards.exp))
 
 
-def experiment_params(stage):
-    """The `config` param of a stage's rule: the experiment sections it reads, with their values.
+def handover_to_dvc(jobs):
+    """After a successful run: record the run's jobs in dvc.lock (vlrl.workflow.handover)."""
+    from vlrl.workflow import handover
+    from vlrl.workflow.dvc_export import name_for
 
-    The keys are what `vlrl dvc-yaml` writes as the DVC stage's params (DVC rejects keys absent
-    from the file, hence only sections the file sets); the values make Snakemake rerun the job
-    when one of them changes.
-    """
-    sections = STAGE_SECTIONS[stage]
-    unknown = sorted(set(sections) - set(ExperimentConfig.model_fields))
-    if unknown:
-        raise ValueError(f"STAGE_SECTIONS[{stage!r}] names unknown sections {unknown}")
-    return lambda wildcards: _sections_of(paths.experiment_file(wildcards.exp), sections)
-
-
-def model_params(wildcards):
-    """The `config` param of base_model: every top-level key of config/models/<model>.yaml."""
-    load_model(wildcards.model)  # validate first: the error names the file and the key
-    path = paths.model_file(wildcards.model)
-    return _sections_of(path, list(_yaml_top(path)))
+    handover.to_dvc(name_for(job.rule.name, job.wildcards_dict.values()) for job in jobs if job.output)
 
 
 def stage_threads(wildcards):
@@ -136,9 +83,8 @@ def get_base_model(wildcards):
 
 def get_grpo_init(wildcards):
     """The model GRPO starts from: the SFT output, or the base model when SFT is disabled."""
-    if experiment(wildcards.exp).sft.enabled:
-        return str(paths.sft_dir(wildcards.exp))
-    return get_base_model(wildcards)
+    cfg = experiment(wildcards.exp)
+    return str(paths.policy_start_dir(wildcards.exp, cfg.sft.enabled, cfg.base_model))
 
 
 def get_checkpoint_model(wildcards):

@@ -4,14 +4,13 @@
 rule data:
     input:
         code=code("data"),
+        params=stage_params("data"),
     output:
         directory(paths.data_dir("{exp}")),
-    params:
-        config=experiment_params("data"),
     log:
         paths.log_file("data", "{exp}"),
     conda:
         "../envs/main.yaml"
     threads: 1
     shell:
-        "vlrl data {wildcards.exp} > {log} 2>&1"
+        "workflow_scripts/vlrl.sh data {wildcards.exp} > {log} 2>&1"

@@ -7,10 +7,9 @@ rule infer:
         bench=get_benchmark_inputs,
         model=get_checkpoint_model,
         code=code("infer"),
+        params=stage_params("infer"),
     output:
         paths.predictions_file("{exp}", "{checkpoint}", "{bench}"),
-    params:
-        config=experiment_params("infer"),
     log:
         paths.log_file("infer", "{exp}", "{checkpoint}", "{bench}"),
     benchmark:
@@ -21,21 +20,20 @@ rule infer:
     resources:
         gpu=0,
     shell:
-        "vlrl infer {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"
+        "workflow_scripts/vlrl.sh infer {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"
 
 
 rule score:
     input:
         predictions=paths.predictions_file("{exp}", "{checkpoint}", "{bench}"),
         code=code("score"),
+        params=stage_params("score"),
     output:
         paths.scores_file("{exp}", "{checkpoint}", "{bench}"),
-    params:
-        config=experiment_params("score"),
     log:
         paths.log_file("score", "{exp}", "{checkpoint}", "{bench}"),
     conda:
         "../envs/main.yaml"
     threads: 1
     shell:
-        "vlrl score {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"
+        "workflow_scripts/vlrl.sh score {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"

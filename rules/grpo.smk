@@ -7,10 +7,9 @@ rule grpo:
         data=paths.data_dir("{exp}"),
         model=get_grpo_init,
         code=code("grpo"),
+        params=stage_params("grpo"),
     output:
         directory(paths.grpo_dir("{exp}")),
-    params:
-        config=experiment_params("grpo"),
     log:
         paths.log_file("grpo", "{exp}"),
     benchmark:
@@ -21,7 +20,7 @@ rule grpo:
     resources:
         gpu=0,
     shell:
-        "vlrl grpo {wildcards.exp} > {log} 2>&1"
+        "workflow_scripts/vlrl.sh grpo {wildcards.exp} > {log} 2>&1"
 
 
 rule merge:
@@ -30,14 +29,13 @@ rule merge:
         # a LoRA adapter is merged into the model GRPO started from
         model=get_grpo_init,
         code=code("merge"),
+        params=stage_params("merge"),
     output:
         directory(paths.merged_model_dir("{exp}")),
-    params:
-        config=experiment_params("merge"),
     log:
         paths.log_file("merge", "{exp}"),
     conda:
         "../envs/main.yaml"
     threads: 1
     shell:
-        "vlrl merge {wildcards.exp} > {log} 2>&1"
+        "workflow_scripts/vlrl.sh merge {wildcards.exp} > {log} 2>&1"

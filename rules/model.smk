@@ -5,14 +5,13 @@
 rule base_model:
     input:
         code=code("base_model"),
+        params=stage_params("base_model"),
     output:
         directory(paths.model_resource("{model}")),
-    params:
-        config=model_params,
     log:
         paths.log_file("base_model", "{model}"),
     conda:
         "../envs/main.yaml"
     threads: 1
     shell:
-        "vlrl base-model {wildcards.model} > {log} 2>&1"
+        "workflow_scripts/vlrl.sh base-model {wildcards.model} > {log} 2>&1"

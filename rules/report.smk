@@ -6,15 +6,14 @@ rule report:
     input:
         scores=get_scores,
         code=code("report"),
+        params=stage_params("report"),
     output:
         report=directory(paths.report_dir("{exp}")),
         metrics=paths.metrics_file("{exp}"),
-    params:
-        config=experiment_params("report"),
     log:
         paths.log_file("report", "{exp}"),
     conda:
         "../envs/main.yaml"
     threads: 1
     shell:
-        "vlrl report {wildcards.exp} > {log} 2>&1"
+        "workflow_scripts/vlrl.sh report {wildcards.exp} > {log} 2>&1"

@@ -6,10 +6,9 @@ rule sft:
         data=paths.data_dir("{exp}"),
         model=get_base_model,
         code=code("sft"),
+        params=stage_params("sft"),
     output:
         directory(paths.sft_dir("{exp}")),
-    params:
-        config=experiment_params("sft"),
     log:
         paths.log_file("sft", "{exp}"),
     benchmark:
@@ -23,4 +22,4 @@ rule sft:
     resources:
         gpu=0,
     shell:
-        "vlrl sft {wildcards.exp} > {log} 2>&1"
+        "workflow_scripts/vlrl.sh sft {wildcards.exp} > {log} 2>&1"

@@ -16,6 +16,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
+# Every stage the tests run through the `vlrl` command (the pipeline tests) fails if it reads a
+# config key its module's READS does not declare (vlrl.workflow.reads).
+os.environ.setdefault("VLRL_CHECK_READS", "1")
+
 from vlrl.config import TinyModelConfig
 from vlrl.models.tiny import build_tiny_model
 from vlrl.stages.base_model import TINY_SEED, tiny_corpus

@@ -8,6 +8,7 @@ import pytest
 
 from vlrl.config import load_experiment, load_model, parse_overrides
 from vlrl.errors import ConfigError
+from vlrl.workflow.check import load_checked
 
 
 def test_default_experiment_loads(project: Path) -> None:
@@ -37,8 +38,9 @@ def test_override_wins_over_file(project: Path) -> None:
 def test_bad_experiment_names_file_and_key(project: Path, yaml_text: str, message: str) -> None:
     base = (project / "config/experiments/tiny_shapes.yaml").read_text()
     (project / "config/experiments/bad.yaml").write_text(base + yaml_text)
+    # prompt and reward names are checked above the config module (it imports no registry)
     with pytest.raises(ConfigError) as err:
-        load_experiment("bad")
+        load_checked("bad")
     assert "bad.yaml" in str(err.value)
     assert message in str(err.value)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from vlrl import prompts
@@ -244,9 +242,9 @@ def test_to_conversation_system_turn(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(PROMPTS))
-def test_to_sharegpt_system_column(name: str, tmp_path: Path) -> None:
+def test_to_sharegpt_system_column(name: str) -> None:
     fmt = PROMPTS[name]
-    row = to_sharegpt(_record(), fmt, tmp_path)
+    row = to_sharegpt(_record(), fmt)
     assert row["system"] == (fmt.system or "")
     assert set(row) == set(SHAREGPT_DATASET_INFO["columns"].values())
     user, assistant = row["messages"]

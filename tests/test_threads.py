@@ -1,4 +1,5 @@
-"""Pinning a stage's CPU threads: torch in this process, the environment for its children."""
+"""Pinning a stage's CPU threads and kernels: torch in this process, the environment for its
+children."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import sys
 import pytest
 import torch
 
-from vlrl.threads import THREAD_VARIABLES, pin_cpu_threads
+from vlrl.threads import (
+    MACHINE_KERNEL_VARIABLES,
+    PORTABLE_KERNELS,
+    THREAD_VARIABLES,
+    pin_cpu_kernels,
+    pin_cpu_threads,
+)
 
 
 @pytest.fixture
@@ -40,3 +47,87 @@ def test_none_leaves_everything(restore_threads, monkeypatch: pytest.MonkeyPatch
     pin_cpu_threads(None)
     assert os.environ["OMP_NUM_THREADS"] == "1"
     assert torch.get_num_threads() == before
+
+
+KERNEL_VARIABLES = (*PORTABLE_KERNELS, *MACHINE_KERNEL_VARIABLES)
+CHILD_REPORT = """
+import ctypes, os, torch
+lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
+branch = lib.mkl_serv_cbwr_get(1) if hasattr(lib, "mkl_serv_cbwr_get") else -1
+print(torch.backends.cpu.get_cpu_capability(), branch)
+"""
+MKL_CBWR_COMPATIBLE = 3  # mkl_cbwr.h
+
+
+@pytest.fixture
+def restore_kernels(monkeypatch: pytest.MonkeyPatch):
+    for name in KERNEL_VARIABLES:  # monkeypatch puts the variables back (or unsets) afterwards
+        monkeypatch.setenv(name, "")  # records the variable even when it was unset
+        monkeypatch.delenv(name)
+
+
+def test_portable_pins_aten_and_mkl_in_children(restore_kernels, monkeypatch) -> None:
+    """A child started after the pin runs ATen's baseline kernels and MKL's compatible branch,
+    whatever the machine asked for."""
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    pin_cpu_kernels("portable")
+    assert {k: os.environ[k] for k in PORTABLE_KERNELS} == PORTABLE_KERNELS
+    assert "MKL_ENABLE_INSTRUCTIONS" not in os.environ
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD_REPORT], capture_output=True, text=True, check=True
+    )
+    capability, branch = child.stdout.split()
+    assert capability == "DEFAULT"
+    assert int(branch) in (MKL_CBWR_COMPATIBLE, -1)  # -1: this MKL does not say
+
+
+def test_pin_holds_after_import_until_the_first_operation(restore_kernels) -> None:
+    """torch reads the variables at its first operation, not at import: a stage module may
+    import torch before the pin as long as it computes nothing."""
+    code = "import torch\nfrom vlrl.threads import pin_cpu_kernels as pin\nprint(pin('portable'))"
+    child = subprocess.run(
+        [sys.executable, "-c", code + CHILD_REPORT], capture_output=True, text=True, check=True
+    )
+    pinned, capability, branch = child.stdout.split()
+    assert (pinned, capability) == ("True", "DEFAULT")
+    assert int(branch) in (MKL_CBWR_COMPATIBLE, -1)
+
+
+def test_pin_after_torch_computed_is_reported(restore_kernels) -> None:
+    code = (
+        "import torch; torch.ones(4).exp(); before = torch.backends.cpu.get_cpu_capability(); "
+        "from vlrl.threads import pin_cpu_kernels; print(before, pin_cpu_kernels('portable'))"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, pinned = child.stdout.split()
+    assert pinned == str(before == "DEFAULT")
+    if before != "DEFAULT":
+        assert "depend on this CPU" in child.stderr
+
+
+def test_native_and_none_change_nothing(restore_kernels, monkeypatch) -> None:
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    before = dict(os.environ)
+    assert pin_cpu_kernels("native") and pin_cpu_kernels(None)
+    assert dict(os.environ) == before
+
+
+def test_unknown_kernels_are_refused() -> None:
+    with pytest.raises(ValueError, match="portable"):
+        pin_cpu_kernels("fast")
+
+
+def test_no_stage_imports_torch_before_the_cli_pins() -> None:
+    """The CLI pins right before it imports the stage's module: neither it nor any stage module
+    may compute with torch at import time. None even imports it, which is what this checks."""
+    stages = ["data", "base_model", "sft", "grpo", "merge", "infer", "score", "report"]
+    code = (
+        "import sys, importlib, vlrl.cli\n"
+        f"for s in {stages!r}: importlib.import_module('vlrl.stages.' + s)\n"
+        "torch = sys.modules.get('torch')\n"
+        "print('none' if torch is None else 'imported')\n"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == "none", child.stdout

@@ -40,5 +40,5 @@ def weights_changed(before_dir: Path, exp: str = EXP) -> bool:
     from safetensors.torch import load_file
 
     before = load_file(before_dir / "model.safetensors")
-    after = load_file(paths.grpo_dir(exp) / grpo.FINAL / "model.safetensors")
+    after = load_file(paths.grpo_dir(exp) / paths.GRPO_FINAL / "model.safetensors")
     return any(not before[k].equal(after[k]) for k in before)

@@ -8,9 +8,39 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-COPY = ["Snakefile", "rules", "config", "envs", "params.yaml", "dvc.yaml", "workflow_scripts"]
+COPY = (
+    "Snakefile",
+    "rules",
+    "config",
+    "envs",
+    "profiles",
+    "params.yaml",
+    "dvc.yaml",
+    "dvc.lock",
+    "workflow_scripts",
+    "results",
+    "README.md",
+    ".dvcignore",
+    ".gitignore",
+)
+"""What a clone of the working tree has at these places (results: the committed params.yaml and
+metrics.json of each experiment)."""
+
+
+def clone_files() -> list[Path]:
+    """The working tree's files a fresh clone would have: tracked or not ignored, under COPY."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *COPY],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [Path(name) for name in sorted(set(out.stdout.split("\0"))) if (ROOT / name).is_file()]
 
 
 class Project:
@@ -18,12 +48,9 @@ class Project:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        for item in COPY:
-            src = ROOT / item
-            if src.is_dir():
-                shutil.copytree(src, root / item, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy(src, root / item)
+        for name in clone_files():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, root / name)
         self.env = {
             **os.environ,
             "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
@@ -42,8 +69,6 @@ class Project:
         }
         self("git", "init", "-q")
         self("dvc", "init", "-q")
-        shutil.copy(ROOT / ".dvcignore", root / ".dvcignore")
-        (root / ".gitignore").write_text((ROOT / ".gitignore").read_text())
         self("git", "add", "-A")
         self("git", "commit", "-qm", "copy")
 
@@ -65,6 +90,20 @@ class Project:
                 if path.is_file():
                     found[str(path.relative_to(self.root))] = path.stat().st_mtime_ns
         return found
+
+    def set_values(self, relative: str, values: dict[str, object], commit: bool = True) -> None:
+        """Set dotted keys of a copied YAML config file (the copy only; comments are lost)."""
+        path = self.root / relative
+        tree = yaml.safe_load(path.read_text()) or {}
+        for dotted, value in values.items():
+            *parents, last = dotted.split(".")
+            node = tree
+            for key in parents:
+                node = node.setdefault(key, {})
+            node[last] = value
+        path.write_text(yaml.safe_dump(tree, sort_keys=False))
+        if commit:
+            self("git", "commit", "-qam", f"edit {relative}")
 
     def append(self, relative: str, text: str) -> None:
         """Append YAML keys to a copied config file (the copy only)."""

@@ -41,6 +41,18 @@ def test_every_stage_ran(reproduced) -> None:
         assert (report / name).is_file(), name
 
 
+def test_reproduces_the_committed_lock_and_metrics(reproduced) -> None:
+    """A fresh copy in another directory reproduces the committed dvc.lock (every output hash),
+    results/<exp>/params.yaml and metrics.json byte for byte: `git status` stays clean, and
+    Snakemake then has nothing to do either."""
+    project = reproduced[0]
+    changed = project("git", "status", "--porcelain", "--untracked-files=no")
+    assert changed == "", f"dvc repro changed committed files:\n{changed}\n" + project(
+        "git", "diff", "--stat"
+    )
+    assert "Nothing to be done" in project.snakemake("-n")
+
+
 def paired(project: Project, better: str, worse: str):
     comparisons = pd.read_csv(project.root / "reports" / EXP / "comparisons.csv")
     print(comparisons.to_string())

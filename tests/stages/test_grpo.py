@@ -13,6 +13,7 @@ from vlrl.config import GRPOConfig, load_experiment
 from vlrl.errors import StageError
 from vlrl.records import read_records
 from vlrl.stages import grpo
+from vlrl.volatile import is_run_time
 
 
 def test_dataset_columns(project: Path, shapes_data: Path) -> None:
@@ -104,19 +105,25 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
             "grpo.rewards={common.format: 0.5, common.accuracy: 1.0, test.length: 1.0}",
         ],
     )
-    grpo.run("tiny_shapes", cfg)
+    times = grpo.run("tiny_shapes", cfg)
     out = paths.grpo_dir("tiny_shapes")
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["steps"] == 2
+    # run times go to the caller and the log, not into the output (it must hash the same)
+    assert len(times["step_time"]) == 2 and times["train_runtime"] > 0
+    assert not [k for h in summary["log_history"] for k in h if is_run_time(k)]
     logged = [h for h in summary["log_history"] if "reward" in h]
     for name in cfg.grpo.rewards:
         values = [h[f"rewards/{name}/mean"] for h in logged]
         assert values and all(0.0 <= v <= 1.0 for v in values)
     before = load_file(tiny_model_dir / "model.safetensors")
-    after = load_file(out / grpo.FINAL / "model.safetensors")
+    after = load_file(out / paths.GRPO_FINAL / "model.safetensors")
     assert any(not before[k].equal(after[k]) for k in before)
     curves = out / grpo.DVCLIVE / "plots" / "metrics"
     assert (curves / "train" / "reward.tsv").is_file() or any(curves.rglob("reward*.tsv"))
+    names = [p.relative_to(curves).with_suffix("").as_posix() for p in curves.rglob("*.tsv")]
+    assert not [n for n in names if is_run_time(n.replace("/", "_"))]  # train/runtime, step_time
+    assert "step_time" not in (out / grpo.DVCLIVE / "metrics.json").read_text()
 
 
 def _small(overrides: list[str]) -> list[str]:

@@ -43,7 +43,7 @@ def test_lora_adapter_is_merged(started, tiny_model_dir: Path) -> None:
             if "lora_B" in name:
                 param.fill_(0.01)
     expected = _logits(Path(), peft_model)
-    final = paths.grpo_dir("tiny_shapes") / grpo.FINAL
+    final = paths.grpo_final_dir("tiny_shapes")
     peft_model.save_pretrained(final)
     processor.save_pretrained(final)
 
@@ -56,7 +56,7 @@ def test_lora_adapter_is_merged(started, tiny_model_dir: Path) -> None:
 
 
 def test_full_model_is_copied(started, tiny_model_dir: Path) -> None:
-    final = paths.grpo_dir("tiny_shapes") / grpo.FINAL
+    final = paths.grpo_final_dir("tiny_shapes")
     shutil.copytree(tiny_model_dir, final)
     merge.run("tiny_shapes", started)
     assert torch.allclose(_logits(paths.merged_model_dir("tiny_shapes")), _logits(tiny_model_dir))

@@ -34,11 +34,13 @@ def test_lora_args(tmp_path: Path) -> None:
 
 def test_sharegpt_rows_match_llamafactory_format(shapes_data: Path) -> None:
     records = read_records(shapes_data / "train.jsonl")
-    row = to_sharegpt(records[0], PROMPTS["think_answer"], shapes_data)
+    row = to_sharegpt(records[0], PROMPTS["think_answer"])
     user, assistant = row["messages"]
     # LLaMA-Factory needs one <image> per image (libraries.md §2)
     assert user["content"].count("<image>") == len(row["images"]) == 1
-    assert Path(row["images"][0]).is_absolute() and Path(row["images"][0]).is_file()
+    # relative to the data directory (LLaMA-Factory's media_dir): the same in every checkout
+    assert not Path(row["images"][0]).is_absolute()
+    assert (shapes_data / row["images"][0]).is_file()
     assert PROMPTS["think_answer"].is_well_formed(assistant["content"])
     assert row["system"] == ""  # think_answer has none: LLaMA-Factory's template default applies
     assert set(SHAREGPT_DATASET_INFO["columns"]) == {"messages", "system", "images"}
@@ -59,3 +61,39 @@ def test_llamafactory_cli_env_override(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_dataset_info_is_json_serialisable() -> None:
     json.dumps(SHAREGPT_DATASET_INFO)
+
+
+def test_train_yaml_holds_no_absolute_path() -> None:
+    args = sft.train_args(
+        SFTConfig(),
+        Path("resources/models/m"),
+        Path("results/e/sft/vlrl_sft"),
+        Path("results/e/sft"),
+        0,
+        media_dir=Path("results/e/data"),
+    )
+    assert args["media_dir"] == "results/e/data"
+    assert not [v for v in args.values() if isinstance(v, str) and v.startswith("/")]
+
+
+def test_drop_run_records_keeps_the_curve_not_the_times(tmp_path: Path) -> None:
+    """What LLaMA-Factory 0.9.5 writes that varies from run to run (seen in two checkouts)."""
+    (tmp_path / "README.md").write_text("base_model: /abs/path\n- name: sft.tmp-abc\n")
+    (tmp_path / "training_args.bin").write_bytes(b"pickle")
+    results = {"epoch": 2.0, "train_loss": 5.7, "train_runtime": 1.8, "train_steps_per_second": 4.3}
+    for name in sft.RESULT_FILES:
+        (tmp_path / name).write_text(json.dumps(results))
+    state = {"global_step": 8, "log_history": [{"loss": 5.9, "step": 5}, {**results, "step": 8}]}
+    (tmp_path / sft.TRAINER_STATE).write_text(json.dumps(state))
+    row = {"current_steps": 5, "loss": 5.9, "elapsed_time": "0:00:01", "remaining_time": "0:00:00"}
+    (tmp_path / sft.TRAINER_LOG).write_text(json.dumps(row) + "\n")
+
+    times = sft.drop_run_records(tmp_path)
+
+    assert times == {"train_runtime": 1.8, "train_steps_per_second": 4.3, "elapsed_time": "0:00:01"}
+    assert not (tmp_path / "README.md").exists() and not (tmp_path / "training_args.bin").exists()
+    kept = {"epoch": 2.0, "train_loss": 5.7}
+    assert json.loads((tmp_path / "all_results.json").read_text()) == kept
+    history = json.loads((tmp_path / sft.TRAINER_STATE).read_text())["log_history"]
+    assert history == [{"loss": 5.9, "step": 5}, {**kept, "step": 8}]
+    assert json.loads((tmp_path / sft.TRAINER_LOG).read_text()) == {"current_steps": 5, "loss": 5.9}

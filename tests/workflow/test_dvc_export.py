@@ -13,7 +13,7 @@ import yaml
 from vlrl import paths
 from vlrl.config import load_experiment, load_model
 from vlrl.errors import VlrlError
-from vlrl.workflow import dvc_export
+from vlrl.workflow import dvc_export, stage_deps
 from vlrl.workflow.dag import dag_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +49,7 @@ def test_tiny_shapes_stage_names(tiny):
     cfg = load_experiment(EXP)
     evals = [f"{c}--{b}" for c in cfg.checkpoints for b in cfg.benchmarks]
     expected = [
+        "resolve",
         f"data--{EXP}",
         f"base_model--{cfg.base_model}",
         f"sft--{EXP}",
@@ -73,37 +74,57 @@ def _params(stage: dict) -> dict[str, list[str]]:
 def test_tiny_shapes_stage_contents(tiny):
     cfg = load_experiment(EXP)
     stages = tiny["stages"]
-    exp_file = "config/experiments/tiny_shapes.yaml"
     model_dir = str(paths.model_resource(cfg.base_model))
     data_dir = str(paths.data_dir(EXP))
+    vlrl = paths.LAUNCHER
+
+    def params_file(stage: str) -> str:
+        return str(paths.stage_params_file(EXP, stage))
+
+    resolve = stages["resolve"]
+    assert resolve["cmd"] == f"{vlrl} resolve"
+    assert _params(resolve) == {
+        f"config/experiments/{EXP}.yaml": None,
+        f"config/models/{cfg.base_model}.yaml": None,
+    }
+    written = _outs(resolve)
+    assert str(paths.model_params_file(cfg.base_model)) in written
+    assert params_file("sft") in written and params_file("report") in written
+    assert all(
+        o == {"cache": False, "persist": True} for entry in resolve["outs"] for o in entry.values()
+    ), "DVC must not delete them before the run: a rewritten file reruns a stage in Snakemake"
+    for name, stage in stages.items():
+        if name != "resolve":
+            assert "params" not in stage, "a stage's config is its params file, a dep"
+            assert sum(dep in written for dep in stage["deps"]) == 1, name
 
     data = stages[f"data--{EXP}"]
-    assert data["cmd"] == f"vlrl data {EXP}"
+    assert data["cmd"] == f"{vlrl} data {EXP}"
     assert _outs(data) == [data_dir]
     assert data["outs"][0][data_dir] == {"persist": False}
-    assert _params(data) == {exp_file: ["seed", "data"]}
+    assert params_file("data") in data["deps"]
+    assert data["deps"] == [*stage_deps.code_files("data"), params_file("data")]
     assert "workflow_scripts/vlrl/stages/data.py" in data["deps"]
 
     model = stages[f"base_model--{cfg.base_model}"]
-    assert model["cmd"] == f"vlrl base-model {cfg.base_model}"
+    assert model["cmd"] == f"{vlrl} base-model {cfg.base_model}"
     assert _outs(model) == [model_dir]
-    model_keys = list(yaml.safe_load(paths.model_file(cfg.base_model).read_text()))
-    assert _params(model) == {f"config/models/{cfg.base_model}.yaml": model_keys}
+    assert str(paths.model_params_file(cfg.base_model)) in model["deps"]
     load_model(cfg.base_model)
 
     sft = stages[f"sft--{EXP}"]
-    assert sft["cmd"] == f"vlrl sft {EXP}"
+    assert sft["cmd"] == f"{vlrl} sft {EXP}"
     assert sft["deps"][:2] == [data_dir, model_dir]
-    assert _params(sft) == {exp_file: ["seed", "cpu_threads", "prompt", "sft"]}
+    assert params_file("sft") in sft["deps"]
 
     grpo = stages[f"grpo--{EXP}"]
     assert grpo["deps"][:2] == [data_dir, str(paths.sft_dir(EXP))]
-    assert _params(grpo) == {exp_file: ["seed", "cpu_threads", "prompt", "grpo"]}
     assert "workflow_scripts/vlrl/rewards/common.py" in grpo["deps"]
 
     merge = stages[f"merge--{EXP}"]
     assert str(paths.grpo_dir(EXP)) in merge["deps"]
     assert _outs(merge) == [str(paths.merged_model_dir(EXP))]
+    assert not [d for d in merge["deps"] if "rewards" in d or "stages/grpo" in d]
 
     bench = cfg.benchmarks[0]
     for checkpoint, model_out in [
@@ -112,25 +133,25 @@ def test_tiny_shapes_stage_contents(tiny):
         ("grpo", str(paths.merged_model_dir(EXP))),
     ]:
         infer = stages[f"infer--{EXP}--{checkpoint}--{bench}"]
-        assert infer["cmd"] == f"vlrl infer {EXP} {checkpoint} {bench}"
+        assert infer["cmd"] == f"{vlrl} infer {EXP} {checkpoint} {bench}"
         assert model_out in infer["deps"]
         assert data_dir in infer["deps"]
         assert f"config/benchmarks/{bench}.yaml" in infer["deps"]
         assert _outs(infer) == [str(paths.predictions_file(EXP, checkpoint, bench))]
-        assert _params(infer) == {exp_file: ["seed", "cpu_threads", "prompt", "infer"]}
+        assert params_file("infer") in infer["deps"]
         score = stages[f"score--{EXP}--{checkpoint}--{bench}"]
         assert score["deps"][0] == str(paths.predictions_file(EXP, checkpoint, bench))
         assert _outs(score) == [str(paths.scores_file(EXP, checkpoint, bench))]
-        assert _params(score) == {exp_file: ["score"]}
+        assert "workflow_scripts/vlrl/rewards/common.py" not in score["deps"]
 
     report = stages[f"report--{EXP}"]
-    assert report["cmd"] == f"vlrl report {EXP}"
+    assert report["cmd"] == f"{vlrl} report {EXP}"
     scores = [str(paths.scores_file(EXP, c, bench)) for c in cfg.checkpoints]
     assert report["deps"][: len(scores)] == scores
+    assert "workflow_scripts/vlrl/stages/score.py" not in report["deps"]
     assert _outs(report) == [str(paths.report_dir(EXP))]
     assert report["metrics"] == [{str(paths.metrics_file(EXP)): {"cache": False}}]
-    # tiny_shapes leaves `report` at its defaults: DVC would reject an absent params key
-    assert _params(report) == {exp_file: ["benchmarks", "infer"]}
+    assert params_file("report") in report["deps"]
 
     assert tiny["plots"] == [{f"results/{EXP}/grpo/dvclive/plots/metrics": {"x": "step"}}]
 

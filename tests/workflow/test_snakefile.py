@@ -102,7 +102,7 @@ def test_snakemake_rejects_an_unknown_params_key(tmp_path):
 @pytest.mark.parametrize(("cpu_threads", "expected"), [("3", "3"), ("null", "4")])
 def test_jobs_hold_the_experiments_cpu_threads(tmp_path, cpu_threads, expected):
     """sft, grpo and the three infer jobs hold cpu_threads cores (all cores when unset)."""
-    for item in ("Snakefile", "rules", "config", "params.yaml"):
+    for item in ("Snakefile", "rules", "config", "params.yaml", "workflow_scripts"):
         src = ROOT / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
     exp_file = tmp_path / "config" / "experiments" / "tiny_shapes.yaml"

@@ -5,6 +5,7 @@ Reasoning is stripped before any rule matcher (reference/evaluation.md §0.1).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -98,3 +99,45 @@ def dumps_box(box: list[float]) -> str:
     '[1, 2, 31, 40]'
     """
     return json.dumps([round(v) for v in box])
+
+
+@functools.cache
+def _rouge():
+    # Built on first use: importing rouge_score configures absl's root logging.
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+
+
+def answer_accuracy(
+    response: str, answer: str, problem_type: str, box: list[float] | None = None
+) -> float:
+    """Continuous accuracy of one response's ``<answer>`` against the reference.
+
+    multiple_choice / yes_no: exact letter or word; numerical: equal numbers; grounding: IoU of the
+    first box with the reference box; free_form / ocr: ROUGE-L F1 of the normalised texts.
+
+    >>> answer_accuracy("<answer>B</answer>", "B", "multiple_choice")
+    1.0
+    >>> answer_accuracy("<answer>[0, 0, 10, 10]</answer>", "", "grounding", [0, 0, 10, 10])
+    1.0
+    """
+    extracted = extract_answer(response)
+    if extracted is None:
+        return 0.0
+    if problem_type == "multiple_choice":
+        return float(parse_letter(extracted) == parse_letter(answer))
+    if problem_type == "yes_no":
+        return float(normalize_text(extracted) == normalize_text(answer))
+    if problem_type == "numerical":
+        pred, gold = parse_number(extracted), parse_number(answer)
+        return float(pred is not None and gold is not None and abs(pred - gold) < 1e-6)
+    if problem_type == "grounding":
+        pred_box = parse_box(extracted)
+        gold_box = box if box is not None else parse_box(answer)
+        return box_iou(pred_box, gold_box) if pred_box and gold_box else 0.0
+    if problem_type in {"free_form", "ocr"}:
+        if not normalize_text(extracted):
+            return 0.0
+        return _rouge().score(normalize_text(answer), normalize_text(extracted))["rougeL"].fmeasure
+    raise ValueError(f"no accuracy rule for problem_type {problem_type!r}")

@@ -47,21 +47,72 @@ def _run(fn, *args, **kwargs) -> None:
         sys.exit(2)
 
 
-def _cfg(exp: str, overrides: list[str] | None):
-    from vlrl.config import load_experiment
-    from vlrl.threads import pin_cpu_threads
+def _stage(name: str, cfg, *args) -> None:
+    """Run stage ``name`` with a loaded config: pin CPU kernels and threads first (before the
+    stage's module imports torch), then ``vlrl.stages.<name>.run(*args, cfg, ...)``.
 
-    cfg = load_experiment(exp, overrides)
-    pin_cpu_threads(cfg.cpu_threads)
-    return cfg
+    With ``VLRL_CHECK_READS=1`` the stage sees its config through a recorder, and reading a
+    key that its module's ``READS`` does not declare fails the command (see
+    :mod:`vlrl.workflow.reads`): such a key would be missing from the stage's params.
+    """
+    import importlib
+    import os
+
+    from vlrl.threads import pin_cpu_kernels, pin_cpu_threads
+
+    pin_cpu_kernels(getattr(cfg, "cpu_kernels", None))
+    pin_cpu_threads(getattr(cfg, "cpu_threads", None))
+    module = importlib.import_module(f"vlrl.stages.{name}")
+    if os.environ.get("VLRL_CHECK_READS") != "1":
+        _run(module.run, args[0], cfg, *args[1:])
+        return
+    from vlrl.workflow.reads import RecordingConfig, undeclared
+
+    seen: set[str] = set()
+    _run(module.run, args[0], RecordingConfig(cfg, seen), *args[1:])
+    missing = undeclared(seen, module.READS)
+    if missing:
+        err.print(
+            f"[bold red]error:[/] stage {name} read config keys its READS does not declare: "
+            f"{missing}; add them to READS in vlrl/stages/{name}.py"
+        )
+        sys.exit(3)
+
+
+def _experiment(exp: str, overrides: list[str] | None):
+    from vlrl.config import load_experiment
+
+    try:
+        if overrides:
+            _refuse_tracked_overrides(exp, overrides)
+        return load_experiment(exp, overrides)
+    except VlrlError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)
+
+
+def _refuse_tracked_overrides(exp: str, overrides: list[str]) -> None:
+    """``--set`` on an experiment whose outputs dvc.yaml tracks would leave files that neither
+    tool's records describe: refuse, and say what does the same safely."""
+    from vlrl import paths
+    from vlrl.errors import ConfigError
+
+    dvc_yaml = paths.root() / "dvc.yaml"
+    if dvc_yaml.is_file() and f"--{exp}:" in dvc_yaml.read_text():
+        sets = " ".join(
+            f"-S '{paths.experiment_file(exp).relative_to(paths.root())}:{o}'" for o in overrides
+        )
+        raise ConfigError(
+            f"--set would overwrite outputs of experiment {exp}, which dvc.yaml tracks, with a "
+            f"config no file describes. Run the variant as a DVC experiment (`dvc exp run {sets}`) "
+            f"or copy config/experiments/{exp}.yaml to a new experiment and edit that"
+        )
 
 
 @app.command()
 def data(exp: Exp, set_: Overrides = None) -> None:
     """Generate or convert the experiment's data into canonical records."""
-    from vlrl.stages import data as stage
-
-    _run(lambda: stage.run(exp, _cfg(exp, set_)))
+    _stage("data", _experiment(exp, set_), exp)
 
 
 @app.command("base-model")
@@ -69,57 +120,50 @@ def base_model(
     model: Annotated[str, typer.Argument(help="Model name (config/models/<name>.yaml).")],
 ) -> None:
     """Build or download a base model into resources/models/<name>/."""
-    from vlrl.stages import base_model as stage
+    from vlrl.config import load_model
 
-    _run(stage.run, model)
+    try:
+        cfg = load_model(model)
+    except VlrlError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)
+    _stage("base_model", cfg, model)
 
 
 @app.command()
 def sft(exp: Exp, set_: Overrides = None) -> None:
     """Cold-start SFT with LLaMA-Factory (runs in the sft environment)."""
-    from vlrl.stages import sft as stage
-
-    _run(lambda: stage.run(exp, _cfg(exp, set_)))
+    _stage("sft", _experiment(exp, set_), exp)
 
 
 @app.command()
 def grpo(exp: Exp, set_: Overrides = None) -> None:
     """GRPO with TRL on the SFT model."""
-    from vlrl.stages import grpo as stage
-
-    _run(lambda: stage.run(exp, _cfg(exp, set_)))
+    _stage("grpo", _experiment(exp, set_), exp)
 
 
 @app.command()
 def merge(exp: Exp, set_: Overrides = None) -> None:
     """Write a standalone HF model from the final GRPO checkpoint."""
-    from vlrl.stages import merge as stage
-
-    _run(lambda: stage.run(exp, _cfg(exp, set_)))
+    _stage("merge", _experiment(exp, set_), exp)
 
 
 @app.command()
 def infer(exp: Exp, checkpoint: Checkpoint, bench: Bench, set_: Overrides = None) -> None:
     """Generate predictions of one model of the experiment on one benchmark."""
-    from vlrl.stages import infer as stage
-
-    _run(lambda: stage.run(exp, _cfg(exp, set_), checkpoint, bench))
+    _stage("infer", _experiment(exp, set_), exp, checkpoint, bench)
 
 
 @app.command()
 def score(exp: Exp, checkpoint: Checkpoint, bench: Bench, set_: Overrides = None) -> None:
     """Score predictions with rules (and an LLM judge if configured)."""
-    from vlrl.stages import score as stage
-
-    _run(lambda: stage.run(exp, _cfg(exp, set_), checkpoint, bench))
+    _stage("score", _experiment(exp, set_), exp, checkpoint, bench)
 
 
 @app.command()
 def report(exp: Exp, set_: Overrides = None) -> None:
     """Tables, plots and metrics.json for the experiment."""
-    from vlrl.stages import report as stage
-
-    _run(lambda: stage.run(exp, _cfg(exp, set_)))
+    _stage("report", _experiment(exp, set_), exp)
 
 
 @app.command("check")
@@ -128,6 +172,18 @@ def check() -> None:
     from vlrl.workflow import check as wf
 
     _run(wf.check_all)
+
+
+@app.command()
+def resolve(
+    check: Annotated[
+        bool, typer.Option(help="Also fail when dvc.yaml is stale (what `dvc repro` runs).")
+    ] = True,
+) -> None:
+    """Write every experiment's resolved config (DVC's params) and check dvc.yaml is current."""
+    from vlrl.workflow import resolve as wf
+
+    _run(wf.main, check)
 
 
 @app.command("dvc-yaml")

@@ -5,14 +5,20 @@ The LLM judge (``vlrl.scoring.judge``) and the thinking reward model
 5xx are retried with exponential backoff (tenacity); any other error, or the last transient one,
 is raised as :class:`CallFailed` with the number of attempts, so the caller can report it and
 never score it. The ``openai`` client's own retries are turned off by the callers: here each
-attempt is counted.
+attempt is counted. Both keep what an endpoint answered in an :class:`EndpointCache`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 import tenacity
@@ -76,3 +82,70 @@ async def complete(
     if not response.choices:
         return ""
     return response.choices[0].message.content or ""
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user info or query (where credentials sometimes hide).
+
+    >>> redact_url("https://user:secret@api.example.com/v1?key=abc")
+    'https://api.example.com/v1'
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+class EndpointCache:
+    """Endpoint results on disk, one JSON file per key (``<dir>/<key[:2]>/<key>.json``).
+
+    Writes go through at once and are atomic (a uniquely named temporary file renamed into
+    place), so concurrent jobs sharing the directory never see a half-written entry. An entry
+    that does not parse or that :meth:`valid` rejects is a miss. Callers choose the key (a
+    sha256 of everything that determines the result).
+
+    >>> import tempfile
+    >>> cache = EndpointCache(Path(tempfile.mkdtemp()) / "cache")
+    >>> key = "ab" * 32
+    >>> cache.get(key) is None
+    True
+    >>> cache.put(key, {"verdict": 1, "reply": "1"})
+    >>> cache.get(key)["verdict"]
+    1
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def _file(self, key: str) -> Path:
+        return self.path / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored entry, or None when absent or unreadable (a bad file is a miss)."""
+        path = self._file(key)
+        try:
+            entry = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            log.warning("%s: ignoring unreadable %s: %s", type(self).__name__, path, exc)
+            return None
+        return entry if isinstance(entry, dict) and self.valid(entry) else None
+
+    def valid(self, entry: dict[str, Any]) -> bool:
+        """Whether a stored entry holds a usable result; subclasses say what that is."""
+        return True
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        path = self._file(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".part", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump({"key": key, **entry}, fh, indent=1, ensure_ascii=False)
+                fh.write("\n")
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise

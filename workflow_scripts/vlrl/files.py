@@ -57,6 +57,9 @@ def atomic_dir(final: Path | str) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    # Published now: newer than every input (a copied tree can carry an older directory time,
+    # and Snakemake compares the directory's own time with its inputs').
+    os.utime(tmp)
     if final.exists():
         trash = final.with_name(f"{final.name}{TMP_MARK}old")
         os.replace(final, trash)

@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+LAUNCHER = "workflow_scripts/vlrl.sh"
+"""How rules and DVC stages run ``vlrl``: this checkout's .venv, else the one on PATH."""
+
 
 def root() -> Path:
     """The project root: ``$VLRL_ROOT`` or the current directory (where the Snakefile lives)."""
@@ -58,6 +61,19 @@ def grpo_dir(exp: str) -> Path:
     return results_dir(exp) / "grpo"
 
 
+GRPO_FINAL = "final"
+"""The trained policy's subdirectory of the grpo output (a LoRA adapter with ``grpo.lora``)."""
+
+
+def grpo_final_dir(exp: str) -> Path:
+    return grpo_dir(exp) / GRPO_FINAL
+
+
+def policy_start_dir(exp: str, sft_enabled: bool, base_model: str) -> Path:
+    """The model GRPO starts from: the SFT output, or the base model when SFT is disabled."""
+    return sft_dir(exp) if sft_enabled else model_resource(base_model)
+
+
 def grpo_checkpoints_dir(exp: str) -> Path:
     """Intermediate GRPO checkpoints: outside the stage's atomic output so a killed run can
     resume; not a DVC or Snakemake output; removed when the stage succeeds."""
@@ -78,6 +94,16 @@ def predictions_file(exp: str, checkpoint: str, bench: str) -> Path:
 
 def scores_file(exp: str, checkpoint: str, bench: str) -> Path:
     return results_dir(exp) / "scores" / checkpoint / f"{bench}.json"
+
+
+def stage_params_file(exp: str, stage: str) -> Path:
+    """The resolved values of the config keys ``stage`` reads (``vlrl.workflow.resolve``)."""
+    return results_dir(exp) / "params" / f"{stage}.yaml"
+
+
+def model_params_file(name: str) -> Path:
+    """The resolved values of the model config keys base_model reads."""
+    return _rel("resources", "params", f"{name}.yaml")  # not in models/: no model named so
 
 
 def metrics_file(exp: str) -> Path:

@@ -1,4 +1,4 @@
-"""CPU thread count of a stage process.
+"""CPU thread count and CPU kernels of a stage process.
 
 On CPU, torch splits reductions (matmuls, sums) across intra-op threads, so the thread count
 changes the floating-point result in the last bits, and a training run drifts apart from the
@@ -6,15 +6,51 @@ same run with another count. An experiment that sets ``cpu_threads`` therefore g
 numbers from ``make run`` (one stage at a time, all cores) and from the test suite (one thread
 per xdist worker); it also keeps jobs that Snakemake runs side by side from oversubscribing the
 cores.
+
+The kernels are the other half. Each of torch's three CPU code paths picks its implementation by
+the CPU it runs on, and each choice changes the tiny model's logits bitwise (docs/performance.md,
+"Bit-for-bit on every x86-64 CPU"): ATen's vector kernels (AVX-512, AVX2 or baseline), MKL's
+BLAS branch (and on AMD a different one than on Intel) and oneDNN's JIT ISA (convolutions, GELU).
+``cpu_kernels: portable`` pins all three to paths every x86-64 CPU runs identically; ``native``
+leaves the choice to the CPU (fastest; results differ between machines).
+
+Both work through environment variables the libraries read when they first compute, not at
+import: ``pin_cpu_kernels`` must run before the stage's first torch operation (the CLI pins
+before it imports the stage's module), and the variables reach the processes a stage starts
+(LLaMA-Factory).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
+log = logging.getLogger(__name__)
+
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 """Read by torch at import and by the processes a stage starts (LLaMA-Factory)."""
+
+CPU_KERNELS = ("portable", "native")
+"""Values of the experiment key ``cpu_kernels``."""
+
+PORTABLE_KERNELS = {
+    # ATen's baseline kernels (compiled for plain x86-64), not its AVX2 / AVX-512 ones.
+    "ATEN_CPU_CAPABILITY": "default",
+    # MKL's processor-independent branch: the one MKL documents as giving the same results on
+    # Intel and non-Intel CPUs (MKL_CBWR=AVX2 falls back to the CPU's own branch on AMD).
+    "MKL_CBWR": "COMPATIBLE",
+    # MKL's reproducibility conditions ask for a thread count that does not change at run time.
+    "MKL_DYNAMIC": "FALSE",
+    # oneDNN (torch's convolutions and GELU on CPU): SSE4.1 code, which every x86-64 CPU made
+    # since 2008 runs. Uncapped it JITs AVX2 / AVX-512 / AMX code by CPU.
+    "ONEDNN_MAX_CPU_ISA": "SSE41",
+}
+"""The environment of ``cpu_kernels: portable``."""
+
+MACHINE_KERNEL_VARIABLES = ("MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "DNNL_MAX_CPU_ISA")
+"""Machine-level kernel choices that ``portable`` removes (MKL_CBWR and ONEDNN_MAX_CPU_ISA
+override them already; removing them keeps the child processes' environment unambiguous)."""
 
 
 def pin_cpu_threads(n: int | None) -> None:
@@ -29,3 +65,54 @@ def pin_cpu_threads(n: int | None) -> None:
     torch = sys.modules.get("torch")  # imported already: the variables came too late for it
     if torch is not None:
         torch.set_num_threads(n)
+
+
+def pin_cpu_kernels(kernels: str | None) -> bool:
+    """Pin this process's and its children's CPU kernels to ``kernels``.
+
+    ``"portable"`` sets :data:`PORTABLE_KERNELS` and removes :data:`MACHINE_KERNEL_VARIABLES`;
+    ``"native"`` and None change nothing (the CPU chooses).
+
+    Returns:
+        Whether this process will run the requested kernels: False when torch had already picked
+        other ATen kernels before the call (then only child processes get the pinned ones, and
+        a warning is logged).
+
+    >>> pin_cpu_kernels(None), pin_cpu_kernels("native")
+    (True, True)
+    """
+    if kernels is None or kernels == "native":
+        return True
+    if kernels != "portable":
+        raise ValueError(f"cpu_kernels must be one of {CPU_KERNELS}, not {kernels!r}")
+    for name in MACHINE_KERNEL_VARIABLES:
+        os.environ.pop(name, None)
+    os.environ.update(PORTABLE_KERNELS)
+    if "torch" not in sys.modules:
+        return True
+    # torch is imported, but ATen and MKL read their variables at their first operation: if
+    # none ran yet, the pin still holds. ATen's choice can be asked; MKL's follows the same
+    # first operation.
+    capability = sys.modules["torch"].backends.cpu.get_cpu_capability()
+    if capability == "DEFAULT":
+        return True
+    log.warning(
+        "cpu_kernels=portable: torch already runs its %s kernels in this process (it computed "
+        "before the pin); its results here depend on this CPU",
+        capability,
+    )
+    return False
+
+
+def cpu_kernel_report() -> dict[str, str]:
+    """What this process runs: ATen's kernels and the kernel variables in force (for logs).
+
+    Imports torch.
+    """
+    import torch
+
+    report = {"aten": torch.backends.cpu.get_cpu_capability()}
+    for name in (*PORTABLE_KERNELS, *MACHINE_KERNEL_VARIABLES):
+        if name in os.environ:
+            report[name] = os.environ[name]
+    return report

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from vlrl.errors import DataError
@@ -64,11 +63,18 @@ def sft_target(record: Record, fmt: PromptFormat) -> str:
     )
 
 
-def to_sharegpt(record: Record, fmt: PromptFormat, base_dir: Path) -> dict[str, Any]:
-    """A LLaMA-Factory sharegpt row with absolute image paths.
+def to_sharegpt(record: Record, fmt: PromptFormat) -> dict[str, Any]:
+    """A LLaMA-Factory sharegpt row; image paths as the record has them, relative to the
+    records' directory (LLaMA-Factory's ``media_dir``), so the row is the same in every checkout.
 
     The ``system`` column holds the format's system prompt, ``""`` when it has none (LLaMA-Factory
     then uses the template's default system prompt, as without the column).
+
+    >>> from vlrl.prompts import PROMPTS
+    >>> rec = Record(id="1", images=["images/train/1.png"], problem="How many?", answer="2",
+    ...              problem_type="numerical", data_source="t", reasoning="two")
+    >>> to_sharegpt(rec, PROMPTS["think_answer"])["images"]
+    ['images/train/1.png']
     """
     return {
         "messages": [
@@ -76,7 +82,7 @@ def to_sharegpt(record: Record, fmt: PromptFormat, base_dir: Path) -> dict[str, 
             {"role": "assistant", "content": sft_target(record, fmt)},
         ],
         "system": fmt.system or "",
-        "images": [str((base_dir / p).resolve()) for p in record.images],
+        "images": [str(p) for p in record.images],
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import torch
@@ -9,6 +10,9 @@ from PIL import Image
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
 from vlrl.config import InferConfig
+from vlrl.threads import cpu_kernel_report
+
+log = logging.getLogger(__name__)
 
 
 class HFGenerator:
@@ -27,6 +31,8 @@ class HFGenerator:
         )
         self.model.eval()
         self.seed = seed
+        if self.device == "cpu":
+            log.info("hf generator: CPU kernels %s", cpu_kernel_report())
 
     @torch.inference_mode()
     def generate(

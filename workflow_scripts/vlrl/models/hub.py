@@ -123,7 +123,13 @@ def download_model(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     # copytree follows the cache's symlinks to its blobs, so out_dir holds real files.
-    shutil.copytree(snapshot, out_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".cache"))
+    shutil.copytree(
+        snapshot,
+        out_dir,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns(".cache"),
+        copy_function=shutil.copy,  # fresh mtimes (the cache's are old): Snakemake compares them
+    )
     files = sorted(str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.is_file())
     manifest = {
         "builder": "hf",

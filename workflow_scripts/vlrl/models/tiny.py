@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -246,6 +247,23 @@ def _drop_default_vision_rope(config_file: Path) -> None:
         config_file.write_text(json.dumps(tree, indent=2, sort_keys=True) + "\n")
 
 
+def pin_portable_init() -> bool:
+    """Draw the weights with portable CPU kernels (:func:`vlrl.threads.pin_cpu_kernels`), so a
+    base model built on any x86-64 CPU is the same file: torch's ``normal_`` has an AVX2 kernel
+    whose numbers differ from the baseline one. Only in a process that has not loaded torch yet
+    (the base_model stage); one that has (a test session) keeps its kernels and its environment.
+
+    Returns:
+        Whether the kernels were pinned.
+    """
+    if "torch" in sys.modules:
+        log.info("tiny model: torch is loaded already; the weights use this process's kernels")
+        return False
+    from vlrl.threads import pin_cpu_kernels
+
+    return pin_cpu_kernels("portable")
+
+
 def build_tiny_model(cfg: TinyModelConfig, corpus: list[str], out_dir: Path, seed: int = 0) -> None:
     """Build the tiny Qwen2.5-VL into ``out_dir`` (model, tokenizer, processor, manifest).
 
@@ -253,11 +271,13 @@ def build_tiny_model(cfg: TinyModelConfig, corpus: list[str], out_dir: Path, see
         cfg: the model shape (``config/models/<name>.yaml``, section ``tiny``).
         corpus: texts the BPE tokenizer is trained on (the prompts and answers it will see).
         out_dir: an existing or new directory; files in it are overwritten.
-        seed: seeds the weight initialisation; the same inputs give identical weights.
+        seed: seeds the weight initialisation; the same inputs give identical weights, on
+            every CPU when this process had not loaded torch before (:func:`pin_portable_init`).
 
     Raises:
         StageError: when the built model's forward pass gives NaN/Inf logits.
     """
+    pin_portable_init()
     import torch
     from transformers import GenerationConfig, Qwen2_5_VLForConditionalGeneration
 

@@ -6,26 +6,10 @@ Columns read from the dataset (TRL passes every column as a keyword): ``answer``
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from vlrl.answers import (
-    box_iou,
-    extract_answer,
-    normalize_text,
-    parse_box,
-    parse_letter,
-    parse_number,
-)
+from vlrl.answers import answer_accuracy
 from vlrl.prompts import PROMPTS
-
-
-@functools.cache
-def _rouge():
-    # Built on first use: importing rouge_score configures absl's root logging.
-    from rouge_score import rouge_scorer
-
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 
 
 def completion_text(completion: Any) -> str:
@@ -51,40 +35,6 @@ def think_answer_format_reward(completions: list[Any], **kwargs: Any) -> list[fl
     """
     fmt = PROMPTS["think_answer"]
     return [1.0 if fmt.is_well_formed(completion_text(c)) else 0.0 for c in completions]
-
-
-def answer_accuracy(
-    response: str, answer: str, problem_type: str, box: list[float] | None = None
-) -> float:
-    """Continuous accuracy of one response's ``<answer>`` against the reference.
-
-    multiple_choice / yes_no: exact letter or word; numerical: equal numbers; grounding: IoU of the
-    first box with the reference box; free_form / ocr: ROUGE-L F1 of the normalised texts.
-
-    >>> answer_accuracy("<answer>B</answer>", "B", "multiple_choice")
-    1.0
-    >>> answer_accuracy("<answer>[0, 0, 10, 10]</answer>", "", "grounding", [0, 0, 10, 10])
-    1.0
-    """
-    extracted = extract_answer(response)
-    if extracted is None:
-        return 0.0
-    if problem_type == "multiple_choice":
-        return float(parse_letter(extracted) == parse_letter(answer))
-    if problem_type == "yes_no":
-        return float(normalize_text(extracted) == normalize_text(answer))
-    if problem_type == "numerical":
-        pred, gold = parse_number(extracted), parse_number(answer)
-        return float(pred is not None and gold is not None and abs(pred - gold) < 1e-6)
-    if problem_type == "grounding":
-        pred_box = parse_box(extracted)
-        gold_box = box if box is not None else parse_box(answer)
-        return box_iou(pred_box, gold_box) if pred_box and gold_box else 0.0
-    if problem_type in {"free_form", "ocr"}:
-        if not normalize_text(extracted):
-            return 0.0
-        return _rouge().score(normalize_text(answer), normalize_text(extracted))["rougeL"].fmeasure
-    raise ValueError(f"no accuracy rule for problem_type {problem_type!r}")
 
 
 def accuracy_reward(

@@ -17,7 +17,7 @@ Differences from the released client, which are deliberate:
   ``on_failure="missing"``, or 0.0 with ``on_failure="score_zero"`` (the released behaviour);
   either way ``failures`` is counted and a warning with the count is logged.
 - Cache: one JSON file per parsed score under ``cfg.cache_dir`` (write-through, atomic, via
-  :class:`vlrl.scoring.judge.JudgeCache`), keyed by the sha256 of the request body. Failures are
+  :class:`vlrl.endpoints.EndpointCache`), keyed by the sha256 of the request body. Failures are
   not cached.
 - The API key is read from ``os.environ[cfg.api_key_env]`` at call time, is sent as a bearer
   token, is never stored on the object (so never pickled) and is scrubbed from logged errors and
@@ -43,7 +43,7 @@ from typing import Any
 import openai
 
 from vlrl.config import THINKING_REWARD, ThinkingRewardConfig
-from vlrl.endpoints import CallFailed, complete
+from vlrl.endpoints import CallFailed, EndpointCache, complete, redact_url
 from vlrl.rewards.common import completion_text
 from vlrl.rewards.sophiavl import (
     _SCORE_EXTRACTORS,
@@ -51,7 +51,6 @@ from vlrl.rewards.sophiavl import (
     parse_thinking_score,
     thinking_request,
 )
-from vlrl.scoring.judge import JudgeCache, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +61,8 @@ CACHE_VERSION = "sophiavl-thinking-v1"
 MAX_LOGGED = 10
 
 
-class ThinkingCache(JudgeCache):
-    """:class:`JudgeCache` storage (atomic, write-through) holding thinking scores."""
+class ThinkingCache(EndpointCache):
+    """Thinking scores in :class:`vlrl.endpoints.EndpointCache` storage (atomic, write-through)."""
 
     def valid(self, entry: dict[str, Any]) -> bool:
         """A stored entry is usable when it holds a score in [0, 1]."""

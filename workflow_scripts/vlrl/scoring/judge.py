@@ -21,25 +21,22 @@ count it).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
 from vlrl import paths
 from vlrl.config import JudgeConfig
-from vlrl.endpoints import CallFailed, complete
+from vlrl.endpoints import CallFailed, EndpointCache, complete, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -160,24 +157,16 @@ def parse_verdict(reply: str | None) -> int | None:
 
 
 # ----------------------------------------------------------------------------------- cache
-class JudgeCache:
-    """Verdicts on disk, one JSON file per key (``<dir>/<key[:2]>/<key>.json``).
-
-    Writes go through at once and are atomic (a uniquely named temporary file renamed into
-    place), so concurrent score jobs sharing the directory never see a half-written entry.
+class JudgeCache(EndpointCache):
+    """Judge verdicts (:class:`vlrl.endpoints.EndpointCache` storage), keyed by :meth:`key`.
 
     >>> import tempfile
     >>> cache = JudgeCache(Path(tempfile.mkdtemp()) / "judge_cache")
     >>> key = JudgeCache.key("judge-m", "Q?", "3", "three", {"temperature": 0.0})
-    >>> cache.get(key) is None
-    True
     >>> cache.put(key, {"verdict": 1, "reply": "1"})
     >>> cache.get(key)["verdict"]
     1
     """
-
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
 
     @staticmethod
     def key(
@@ -203,38 +192,9 @@ class JudgeCache:
         )
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def _file(self, key: str) -> Path:
-        return self.path / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The stored entry, or None when absent or unreadable (a bad file is a miss)."""
-        path = self._file(key)
-        try:
-            entry = json.loads(path.read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            log.warning("%s: ignoring unreadable %s: %s", type(self).__name__, path, exc)
-            return None
-        return entry if isinstance(entry, dict) and self.valid(entry) else None
-
     def valid(self, entry: dict[str, Any]) -> bool:
         """Whether a stored entry holds a usable result (here: a 0/1 verdict)."""
         return entry.get("verdict") in (0, 1)
-
-    def put(self, key: str, entry: dict[str, Any]) -> None:
-        path = self._file(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".part", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"key": key, **entry}, fh, indent=1, ensure_ascii=False)
-                fh.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
 
 
 # ----------------------------------------------------------------------------------- judge
@@ -270,18 +230,6 @@ class JudgeStats:
 
 
 MAX_LOGGED = 10
-
-
-def redact_url(url: str) -> str:
-    """``url`` without user info or query (where credentials sometimes hide).
-
-    >>> redact_url("https://user:secret@api.example.com/v1?key=abc")
-    'https://api.example.com/v1'
-    """
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class Judge:

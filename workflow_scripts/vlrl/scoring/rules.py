@@ -19,7 +19,7 @@ The comparison per ``problem_type`` (``correct`` is 0/1, ``score`` is continuous
   threshold; score = IoU.
 - free_form / ocr: correct iff the normalised texts are equal; score = ROUGE-L F1.
 
-The per-type matchers are :func:`vlrl.rewards.common.answer_accuracy` (the same code the rewards
+The per-type matchers are :func:`vlrl.answers.answer_accuracy` (the same code the rewards
 use); this module adds the fallback span, the option-text match, Math-Verify and the threshold.
 """
 
@@ -29,8 +29,7 @@ import re
 
 from math_verify import parse, verify
 
-from vlrl.answers import extract_answer, normalize_text, parse_letter
-from vlrl.rewards.common import answer_accuracy
+from vlrl.answers import answer_accuracy, extract_answer, normalize_text, parse_letter
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _PLAIN_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")

@@ -7,6 +7,7 @@ bootstrap interval of the mean paired difference and McNemar's exact test on the
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -110,3 +111,18 @@ def paired_difference(
         "discordant_fraction": discordant / n,
         "p_value": p_value,
     }
+
+
+def summarize(items: list[dict[str, Any]], confidence: float) -> dict[str, Any]:
+    """Overall and per-task accuracy (items' ``correct`` grouped by ``task``) with intervals.
+
+    >>> s = summarize([{"task": "a", "correct": 1}, {"task": "b", "correct": 0}], 0.95)
+    >>> s["accuracy"], sorted(s["per_task"])
+    (0.5, ['a', 'b'])
+    """
+    by_task: dict[str, list[int]] = defaultdict(list)
+    for item in items:
+        by_task[item["task"]].append(int(item["correct"]))
+    overall = accuracy_summary([int(item["correct"]) for item in items], confidence)
+    per_task = {task: accuracy_summary(by_task[task], confidence) for task in sorted(by_task)}
+    return {**overall, "per_task": per_task}

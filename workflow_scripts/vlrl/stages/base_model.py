@@ -8,12 +8,19 @@ The output directory appears complete or not at all.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from vlrl import config, paths
+from vlrl import paths
 from vlrl.files import atomic_dir
 from vlrl.prompts import PROMPTS
 
+if TYPE_CHECKING:
+    from vlrl.config import ModelConfig
+
 log = logging.getLogger(__name__)
+
+#: Keys of the model config (config/models/<name>.yaml) this stage reads: its params.
+READS = ("builder", "tiny", "hf")
 
 #: Seed of the tiny model's weights and of its tokenizer corpus.
 TINY_SEED = 0
@@ -40,9 +47,13 @@ def tiny_corpus(seed: int = TINY_SEED) -> list[str]:
     return text_corpus(seed=seed) + instruction_texts() * INSTRUCTION_WEIGHT
 
 
-def run(model: str) -> None:
-    """Build or download base model ``model`` (``config/models/<model>.yaml``)."""
-    cfg = config.load_model(model)
+def run(model: str, cfg: ModelConfig | None = None) -> None:
+    """Build or download base model ``model`` with its config (default: loaded from
+    ``config/models/<model>.yaml``)."""
+    if cfg is None:
+        from vlrl.config import load_model
+
+        cfg = load_model(model)
     out = paths.model_resource(model)
     log.info("base model %s: builder %s → %s", model, cfg.builder, out)
     with atomic_dir(out) as tmp:

@@ -29,6 +29,9 @@ from vlrl.records import Record, check_record, parse_record
 
 log = logging.getLogger(__name__)
 
+#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
+READS = ("seed", "data")
+
 SPLITS = ("train", "val", "test")
 # Generation order: the held-out split first, so that train excludes its questions.
 GENERATION_ORDER = ("test", "val", "train")

@@ -4,12 +4,18 @@ Rewards come from :data:`vlrl.rewards.REGISTRY` with the weights of ``grpo.rewar
 curves (reward per function, KL, completion length, ...) are logged with dvclive under
 ``results/<exp>/grpo/dvclive`` so ``dvc plots show`` draws them. The final policy is saved under
 ``results/<exp>/grpo/final`` (a LoRA adapter when ``grpo.lora``; merge makes it standalone).
+
+The output holds only what the inputs determine: TRL's run times (``step_time``,
+``train_runtime``, ``train_*_per_second``) are kept out of the curves and of
+``train_summary.json`` and written to the stage's log instead (:mod:`vlrl.volatile`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +28,14 @@ from vlrl.files import atomic_dir, write_json
 from vlrl.prompts import get_prompt
 from vlrl.records import Record, read_records
 from vlrl.rewards import get_reward
+from vlrl.threads import cpu_kernel_report
+from vlrl.volatile import split_run_times
 
 log = logging.getLogger(__name__)
 
-FINAL = "final"
+#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
+READS = ("seed", "cpu_threads", "cpu_kernels", "prompt", "base_model", "sft.enabled", "grpo")
+
 DVCLIVE = "dvclive"
 FINGERPRINT = "vlrl_fingerprint.txt"
 # The vision tower in transformers 5.x Qwen2.5-VL (libraries.md §1, "Freezing the vision tower").
@@ -46,11 +56,6 @@ class NamedReward:
 
     def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:
         return self.fn(completions, **kwargs)
-
-
-def policy_input_dir(exp: str, cfg: ExperimentConfig) -> Path:
-    """The model GRPO starts from: the SFT output, or the base model when SFT is disabled."""
-    return paths.sft_dir(exp) if cfg.sft.enabled else paths.model_resource(cfg.base_model)
 
 
 def select_tasks(records: list[Record], cfg: GRPOConfig) -> list[Record]:
@@ -261,17 +266,55 @@ def peft_config(cfg: GRPOConfig):
     )
 
 
-def run(exp: str, cfg: ExperimentConfig) -> None:
-    """Train ``results/<exp>/grpo`` with TRL GRPO."""
+def dvclive_callback(live: Any):
+    """transformers' DVCLive callback, fed each log row without its run times."""
+    from transformers.integrations import DVCLiveCallback
+
+    class TimelessDVCLiveCallback(DVCLiveCallback):
+        def on_log(self, args, state, control, model=None, logs=None, **kwargs):
+            if logs is not None:
+                logs = split_run_times(logs)[0]
+            super().on_log(args, state, control, model=model, logs=logs, **kwargs)
+
+    return TimelessDVCLiveCallback(live=live)
+
+
+def split_log_history(history: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict]:
+    """TRL's log history without run times, and the run times (``step_time`` per logged step,
+    the rest of the last row's: ``train_runtime``, ...).
+
+    >>> rows, times = split_log_history([{"loss": 0.1, "step_time": 0.5, "step": 1},
+    ...                                  {"train_loss": 0.1, "train_runtime": 2.0, "step": 1}])
+    >>> rows
+    [{'loss': 0.1, 'step': 1}, {'train_loss': 0.1, 'step': 1}]
+    >>> times
+    {'step_time': [0.5], 'train_runtime': 2.0}
+    """
+    kept_rows, step_times, totals = [], [], {}
+    for row in history:
+        kept, times = split_run_times(row)
+        kept_rows.append(kept)
+        if "step_time" in times:
+            step_times.append(times.pop("step_time"))
+        totals.update(times)
+    return kept_rows, {"step_time": step_times, **totals}
+
+
+def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
+    """Train ``results/<exp>/grpo`` with TRL GRPO.
+
+    Returns:
+        The run times TRL logged (``step_time`` per logged step, ``train_runtime``, ...), which
+        the output leaves out; the stage's log has them too.
+    """
     if not cfg.grpo.enabled:
         raise StageError(
             f"experiment {exp}: grpo.enabled is false; the workflow should not run grpo"
         )
     from dvclive import Live
     from transformers import set_seed
-    from transformers.integrations import DVCLiveCallback
 
-    start = policy_input_dir(exp, cfg)
+    start = paths.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
     data_dir = paths.data_dir(exp)
     for needed in (data_dir / "train.jsonl", start / "config.json"):
         if not needed.is_file():
@@ -280,6 +323,7 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
     records = select_tasks(read_records(data_dir / "train.jsonl"), cfg.grpo)
     dataset = build_dataset(records, data_dir, cfg)
     model, processor = load_policy(start, cfg.grpo)
+    log.info("grpo: CPU kernels %s", cpu_kernel_report())
     rewards = reward_functions(cfg.grpo)
     log.info(
         "grpo: %d prompts, %d steps, rewards %s, from %s",
@@ -305,7 +349,7 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
             train_dataset=dataset,
             processing_class=processor,
             peft_config=peft_config(cfg.grpo),
-            callbacks=[DVCLiveCallback(live=live)],
+            callbacks=[dvclive_callback(live)],
         )
         log.info(
             "grpo: %s, %d trainable parameters",
@@ -313,8 +357,10 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
             sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
         )
         result = trainer.train(resume_from_checkpoint=resume_from)
-        trainer.save_model(str(out / FINAL))
-        processor.save_pretrained(str(out / FINAL))
+        final = out / paths.GRPO_FINAL
+        trainer.save_model(str(final))
+        processor.save_pretrained(str(final))
+        history, times = split_log_history(trainer.state.log_history)
         write_json(
             out / "train_summary.json",
             {
@@ -325,8 +371,16 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
                 "train_loss": result.training_loss,
                 "rewards": dict(cfg.grpo.rewards),
                 "lora": cfg.grpo.lora,
-                "log_history": trainer.state.log_history,
+                "log_history": history,
             },
         )
     shutil.rmtree(checkpoints, ignore_errors=True)
+    steps = times["step_time"]
+    log.info(
+        "grpo: run times (kept out of %s): median step %s s, %s",
+        paths.grpo_dir(exp),
+        f"{statistics.median(steps):.3f}" if steps else "-",
+        json.dumps({**times, "step_time": [round(s, 4) for s in steps]}),
+    )
     log.info("grpo: wrote %s", paths.grpo_dir(exp))
+    return times

@@ -23,6 +23,18 @@ from vlrl.prompts import get_prompt
 
 log = logging.getLogger(__name__)
 
+#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
+READS = (
+    "seed",
+    "cpu_threads",
+    "cpu_kernels",
+    "prompt",
+    "base_model",
+    "infer",
+    "sft.enabled",
+    "grpo.enabled",
+)
+
 
 def checkpoint_dir(exp: str, cfg: ExperimentConfig, checkpoint: str) -> Path:
     """The model directory of ``checkpoint`` (base, sft or grpo) of the experiment."""

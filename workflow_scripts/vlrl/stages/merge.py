@@ -13,14 +13,17 @@ from vlrl import paths
 from vlrl.config import ExperimentConfig
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir
-from vlrl.stages.grpo import FINAL, policy_input_dir
 
 log = logging.getLogger(__name__)
+
+#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
+# cpu_threads and cpu_kernels: a LoRA merge multiplies matrices, whose bits follow both.
+READS = ("base_model", "sft.enabled", "cpu_threads", "cpu_kernels")
 
 
 def run(exp: str, cfg: ExperimentConfig) -> None:
     """Write ``results/<exp>/model`` from ``results/<exp>/grpo/final``."""
-    final = paths.grpo_dir(exp) / FINAL
+    final = paths.grpo_final_dir(exp)
     if not final.is_dir():
         raise StageError(f"merge: {final} is missing; run the grpo stage first")
     with atomic_dir(paths.merged_model_dir(exp)) as out:
@@ -28,7 +31,7 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
             from peft import PeftModel
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
-            base_dir = policy_input_dir(exp, cfg)
+            base_dir = paths.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
             log.info("merge: merging the LoRA adapter %s into %s", final, base_dir)
             base = AutoModelForImageTextToText.from_pretrained(str(base_dir))
             merged = PeftModel.from_pretrained(base, str(final)).merge_and_unload()
@@ -36,6 +39,8 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
             AutoProcessor.from_pretrained(str(final)).save_pretrained(str(out))
         else:
             log.info("merge: full fine-tune; copying %s", final)
-            shutil.copytree(final, out, dirs_exist_ok=True)
+            # shutil.copy, not copytree's default copy2: fresh mtimes, so Snakemake sees the
+            # merged model as newer than the grpo output it was made from.
+            shutil.copytree(final, out, dirs_exist_ok=True, copy_function=shutil.copy)
         if not (out / "config.json").is_file():
             raise StageError(f"merge: no config.json in the merged model {out}")

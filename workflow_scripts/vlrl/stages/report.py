@@ -40,10 +40,21 @@ from vlrl import paths
 from vlrl.config import ExperimentConfig
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir, write_json
-from vlrl.scoring.stats import paired_difference
-from vlrl.stages.score import summarize
+from vlrl.scoring.stats import paired_difference, summarize
 
 log = logging.getLogger(__name__)
+
+#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
+READS = (
+    "description",
+    "seed",
+    "benchmarks",
+    "score",
+    "report",
+    "infer.checkpoints",
+    "sft.enabled",
+    "grpo.enabled",
+)
 
 ORDER = ("base", "sft", "grpo")
 NO_COMPARISONS = "No comparisons: the experiment evaluates a single checkpoint."

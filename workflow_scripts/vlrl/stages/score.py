@@ -25,7 +25,6 @@ Accuracy is the mean of ``correct``; intervals are Wilson intervals at ``score.c
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +47,12 @@ from vlrl.scoring.judge import (
     render_reference,
 )
 from vlrl.scoring.rules import score_item
-from vlrl.scoring.stats import accuracy_summary
+from vlrl.scoring.stats import summarize
 
 log = logging.getLogger(__name__)
+
+#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
+READS = ("score", "infer.checkpoints", "sft.enabled", "grpo.enabled")
 
 REQUIRED = ("id", "problem_type", "answer", "response")
 MAX_LISTED_FAILURES = 5
@@ -201,16 +203,6 @@ def _console() -> Console:
             if isinstance(handler, RichHandler):
                 return handler.console
     return Console(stderr=True)
-
-
-def summarize(items: list[dict[str, Any]], confidence: float) -> dict[str, Any]:
-    """Overall and per-task accuracy with intervals."""
-    by_task: dict[str, list[int]] = defaultdict(list)
-    for item in items:
-        by_task[item["task"]].append(int(item["correct"]))
-    overall = accuracy_summary([int(item["correct"]) for item in items], confidence)
-    per_task = {task: accuracy_summary(by_task[task], confidence) for task in sorted(by_task)}
-    return {**overall, "per_task": per_task}
 
 
 def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:

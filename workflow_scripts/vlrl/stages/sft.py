@@ -5,6 +5,13 @@ experiment config, then runs ``llamafactory-cli train`` from the sft environment
 pins conflict with TRL's, so it lives in its own venv; see envs/sft.in). The output directory is a
 standalone HF model (LLaMA-Factory saves the processor with it); the files it trained from are kept
 under ``vlrl_sft/`` beside it.
+
+The output holds only what the inputs determine, so that every checkout and every machine hashes
+it the same: the train yaml names paths relative to the project root (the final output directory,
+not the temporary one LLaMA-Factory writes into), the sharegpt rows name images relative to the
+data directory (``media_dir``), and LLaMA-Factory's run times (``train_runtime``,
+``elapsed_time``, ...) and its files holding absolute paths (the model card ``README.md``, the
+pickled ``training_args.bin``) go to the stage's log instead (:func:`drop_run_records`).
 """
 
 from __future__ import annotations
@@ -27,10 +34,23 @@ from vlrl.errors import StageError
 from vlrl.files import atomic_dir
 from vlrl.prompts import get_prompt
 from vlrl.records import read_records
+from vlrl.threads import MACHINE_KERNEL_VARIABLES, PORTABLE_KERNELS
+from vlrl.volatile import split_run_times
 
 log = logging.getLogger(__name__)
 
+#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
+READS = ("seed", "cpu_threads", "cpu_kernels", "prompt", "base_model", "sft")
+
 DATASET_NAME = "vlrl_train"
+WORK = "vlrl_sft"
+"""The output's subdirectory holding the files LLaMA-Factory trained from."""
+DROPPED_FILES = ("README.md", "training_args.bin")
+"""LLaMA-Factory's files that hold absolute paths (the temporary output directory, the base
+model's path); what they record is in ``vlrl_sft/train.yaml``."""
+RESULT_FILES = ("all_results.json", "train_results.json")
+TRAINER_STATE = "trainer_state.json"
+TRAINER_LOG = "trainer_log.jsonl"
 TEMPLATE = "qwen2_vl"  # LLaMA-Factory's template for Qwen2-VL and Qwen2.5-VL (libraries.md §2)
 
 
@@ -58,12 +78,23 @@ def has_accelerator() -> bool:
 
 
 def train_args(
-    cfg: SFTConfig, model_dir: Path, data_dir: Path, output_dir: Path, seed: int
+    cfg: SFTConfig,
+    model_dir: Path,
+    data_dir: Path,
+    output_dir: Path,
+    seed: int,
+    media_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """The LLaMA-Factory train yaml as a dict (keys of LLaMA-Factory 0.9.5, libraries.md §2)."""
+    """The LLaMA-Factory train yaml as a dict (keys of LLaMA-Factory 0.9.5, libraries.md §2).
+
+    Paths are written as given: relative ones resolve against the directory LLaMA-Factory runs
+    in (the project root), so the yaml is the same in every checkout. ``data_dir`` holds
+    ``dataset_info.json``; ``media_dir`` is what the rows' image paths are relative to
+    (default: ``data_dir``).
+    """
     gpu = has_accelerator()
     args: dict[str, Any] = {
-        "model_name_or_path": str(model_dir.resolve()),
+        "model_name_or_path": str(model_dir),
         "trust_remote_code": False,
         "stage": "sft",
         "do_train": True,
@@ -73,13 +104,14 @@ def train_args(
         "image_max_pixels": cfg.image_max_pixels,
         "image_min_pixels": cfg.image_min_pixels,
         "dataset": DATASET_NAME,
-        "dataset_dir": str(data_dir.resolve()),
+        "dataset_dir": str(data_dir),
+        "media_dir": str(media_dir or data_dir),
         "template": TEMPLATE,
         "cutoff_len": cfg.cutoff_len,
         "overwrite_cache": True,
         "preprocessing_num_workers": 1,
         "dataloader_num_workers": 0,
-        "output_dir": str(output_dir.resolve()),
+        "output_dir": str(output_dir),
         "overwrite_output_dir": True,
         "save_strategy": "no",
         "save_only_model": True,
@@ -106,8 +138,13 @@ def train_args(
     return args
 
 
-def run(exp: str, cfg: ExperimentConfig) -> None:
-    """Train ``results/<exp>/sft`` from the base model on the experiment's train split."""
+def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
+    """Train ``results/<exp>/sft`` from the base model on the experiment's train split.
+
+    Returns:
+        LLaMA-Factory's run times (``train_runtime``, ...), which the output leaves out; the
+        stage's log has them too.
+    """
     if not cfg.sft.enabled:
         raise StageError(f"experiment {exp}: sft.enabled is false; the workflow should not run sft")
     fmt = get_prompt(cfg.prompt)
@@ -121,17 +158,21 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
     records = read_records(data_dir / "train.jsonl", cfg.sft.max_samples)
     cli = llamafactory_cli()
 
-    with atomic_dir(paths.sft_dir(exp)) as out:
-        work = out / "vlrl_sft"
+    final = paths.sft_dir(exp)
+    with atomic_dir(final) as out:
+        work = out / WORK
         work.mkdir()
-        rows = [to_sharegpt(r, fmt, data_dir) for r in records if r.reasoning is not None]
+        rows = [to_sharegpt(r, fmt) for r in records if r.reasoning is not None]
         if not rows:
             raise StageError(f"sft: no record in {data_dir / 'train.jsonl'} has a reasoning target")
         (work / f"{DATASET_NAME}.json").write_text(json.dumps(rows, ensure_ascii=False))
         info = {DATASET_NAME: {"file_name": f"{DATASET_NAME}.json", **SHAREGPT_DATASET_INFO}}
         (work / "dataset_info.json").write_text(json.dumps(info, indent=2))
-        args = train_args(cfg.sft, model_dir, work, out, cfg.seed)
+        # The saved yaml names the final directories: run from the project root it retrains
+        # this output. LLaMA-Factory writes into the temporary one (command-line overrides).
+        args = train_args(cfg.sft, model_dir, final / WORK, final, cfg.seed, media_dir=data_dir)
         (work / "train.yaml").write_text(yaml.safe_dump(args, sort_keys=False))
+        overrides = [f"output_dir={out}", f"dataset_dir={work}"]
         log.info(
             "sft: %d samples, %s epochs → llamafactory-cli train",
             len(rows),
@@ -144,7 +185,11 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
             "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
             "PYTHONUNBUFFERED": "1",
         }
-        proc = subprocess.run([cli, "train", str(work / "train.yaml")], env=env, stdout=sys.stderr)
+        kernels = {k: env[k] for k in (*PORTABLE_KERNELS, *MACHINE_KERNEL_VARIABLES) if k in env}
+        log.info("sft: CPU kernel settings passed to LLaMA-Factory: %s", kernels or "none")
+        proc = subprocess.run(
+            [cli, "train", str(work / "train.yaml"), *overrides], env=env, stdout=sys.stderr
+        )
         if proc.returncode != 0:
             raise StageError(
                 f"sft: llamafactory-cli train exited with {proc.returncode} (see the log above)"
@@ -152,5 +197,45 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
         for needed in ("config.json", "model.safetensors"):
             if not any(out.glob(needed.replace(".safetensors", "*.safetensors"))):
                 raise StageError(f"sft: LLaMA-Factory finished but wrote no {needed} in {out}")
-        # LLaMA-Factory saves the data/train yaml paths absolute; keep them for the record only.
-        log.info("sft: wrote %s", paths.sft_dir(exp))
+        times = drop_run_records(out)
+        log.info("sft: run times (kept out of %s): %s", final, json.dumps(times))
+    log.info("sft: wrote %s", final)
+    return times
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def drop_run_records(out: Path) -> dict[str, Any]:
+    """Remove what varies from run to run from LLaMA-Factory's output ``out``; return the times.
+
+    Deletes :data:`DROPPED_FILES` and strips run times (:func:`vlrl.volatile.is_run_time`) from
+    the results files, the trainer state's log history and ``trainer_log.jsonl``; the loss curve,
+    learning rates, epochs, train loss and FLOPs stay.
+    """
+    for name in DROPPED_FILES:
+        (out / name).unlink(missing_ok=True)
+    times: dict[str, Any] = {}
+    for name in RESULT_FILES:
+        path = out / name
+        if path.is_file():
+            kept, dropped = split_run_times(json.loads(path.read_text()))
+            times.update(dropped)
+            _write_json(path, kept)
+    state_file = out / TRAINER_STATE
+    if state_file.is_file():
+        state = json.loads(state_file.read_text())
+        state["log_history"] = [split_run_times(r)[0] for r in state.get("log_history", [])]
+        _write_json(state_file, state)
+    log_file = out / TRAINER_LOG
+    if log_file.is_file():
+        rows = [json.loads(line) for line in log_file.read_text().splitlines() if line.strip()]
+        kept_rows = []
+        for row in rows:
+            kept, dropped = split_run_times(row)
+            kept_rows.append(kept)
+            if "elapsed_time" in dropped:
+                times["elapsed_time"] = dropped["elapsed_time"]
+        log_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept_rows))
+    return times

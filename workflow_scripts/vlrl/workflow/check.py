@@ -68,6 +68,44 @@ def check_params() -> tuple[list[str], list[str]]:
     return params_problems(params, path), names
 
 
+def registry_problems(cfg: Any, source: Path | str) -> list[str]:
+    """Names in an experiment that no registry knows: its prompt format and its rewards.
+
+    Checked here rather than in :mod:`vlrl.config`, which imports neither registry (a stage's
+    config must not pull in every reward).
+
+    >>> from vlrl.config import ExperimentConfig
+    >>> cfg = ExperimentConfig.model_construct(prompt="nope", grpo=None)
+    >>> registry_problems(cfg, "e.yaml")[0]
+    "e.yaml: prompt: 'nope' is not one of [..."
+    """
+    from vlrl.config import THINKING_REWARD
+    from vlrl.prompts import PROMPTS
+    from vlrl.rewards import REGISTRY
+
+    problems = []
+    if cfg.prompt not in PROMPTS:
+        problems.append(f"{source}: prompt: {cfg.prompt!r} is not one of {sorted(PROMPTS)}")
+    rewards = cfg.grpo.rewards if cfg.grpo is not None else {}
+    unknown = sorted(set(rewards) - set(REGISTRY) - {THINKING_REWARD})
+    if unknown:
+        problems.append(
+            f"{source}: grpo.rewards: unknown rewards {unknown}; known: {sorted(REGISTRY)}"
+        )
+    return problems
+
+
+def load_checked(name: str) -> Any:
+    """``load_experiment(name)`` plus :func:`registry_problems`; raises ConfigError on either."""
+    from vlrl.config import load_experiment
+
+    cfg = load_experiment(name)
+    problems = registry_problems(cfg, paths.experiment_file(name))
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return cfg
+
+
 def _check_each(kind: str, names: list[str], load: Callable[[str], Any]) -> list[str]:
     problems = []
     for name in names:
@@ -94,7 +132,7 @@ def check_all() -> None:
         ConfigError: listing every problem found, one per line, each naming its file and key.
     """
     from vlrl.benchmarks import load_benchmark
-    from vlrl.config import load_experiment, load_model
+    from vlrl.config import load_model
 
     config = paths.root() / "config"
     experiments = _stems(config / "experiments")
@@ -112,7 +150,7 @@ def check_all() -> None:
     problems += _check_each("benchmark", benches, load_benchmark)
     for name in experiments:
         try:
-            cfg = load_experiment(name)
+            cfg = load_checked(name)
         except ConfigError as exc:
             problems.append(str(exc))
             continue

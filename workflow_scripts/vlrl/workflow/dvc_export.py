@@ -1,66 +1,37 @@
 """``vlrl dvc-yaml``: write dvc.yaml from the Snakemake DAG, the one declaration of the pipeline.
 
-One DVC stage per Snakemake job of ``rule all`` (every experiment in params.yaml):
+One DVC stage per Snakemake job of ``rule all`` (every experiment in params.yaml), after a first
+stage ``resolve``:
 
 - name: ``<rule>--<wildcard values joined by "--">``, e.g. ``data--tiny_shapes``,
   ``infer--tiny_shapes--grpo--shapes_test``, ``base_model--tiny-qwen2.5-vl``. DVC 3.67 rejects
-  ``@`` in a stage name written by hand (it reserves ``@`` for ``foreach``/``matrix`` stages;
-  ``dvc repro data@x`` answers "Stage 'data@x' not found"). Run one family with
-  ``dvc repro --glob 'infer--*'``.
-- cmd: the rule's shell command without its ``> {log} 2>&1`` (DVC shows the output instead).
-- deps: the job's inputs: upstream outputs, the stage's source files, benchmark files.
-- params: ``{config/experiments/<exp>.yaml: [sections]}`` (or the model file for base_model):
-  the sections the rule declares in ``params: config=...`` (``rules/common.smk``, STAGE_SECTIONS)
-  that the file sets. DVC rejects a params key absent from its file, so a section left to its
-  default is not listed; after adding one to an experiment file, rerun ``vlrl dvc-yaml``.
+  ``@`` in a stage name written by hand (it reserves ``@`` for ``foreach``/``matrix`` stages).
+  Run one family with ``dvc repro --glob 'infer--*'``.
+- cmd: the rule's shell command without its ``> {log} 2>&1`` (DVC shows the output instead);
+  every rule runs ``workflow_scripts/vlrl.sh <stage> ...`` (:data:`vlrl.paths.LAUNCHER`).
+- deps: the job's inputs: upstream outputs, the stage's source files and its params file
+  (the resolved values of the config keys it reads; :mod:`vlrl.workflow.stage_deps`,
+  :mod:`vlrl.workflow.resolve`), benchmark files.
 - outs: the job's outputs (``persist: false``: DVC removes them before running the stage, as
   Snakemake does, and the stage writes them atomically); ``results/<exp>/metrics.json`` is a
-  ``metrics`` output with ``cache: false``.
+  ``metrics`` output with ``cache: false`` (committed to git, so ``dvc exp show`` works in a
+  fresh clone).
+- ``resolve`` (DVC only, :func:`resolve_stage`): writes every stage's params file, which
+  Snakemake writes while it builds the DAG; tracks all keys of the experiment and model files
+  as ``params``; fails when dvc.yaml is stale.
 - top-level ``plots``: the GRPO training curves that the grpo stage logs with dvclive
   (``results/<exp>/grpo/dvclive/plots/metrics``, x = step).
 
-Using both tools on one workspace (tested with snakemake 9.27.1 and dvc 3.67.1)
------------------------------------------------------------------------------
-Both rerun a stage for the same reasons: a changed input/dep (DVC: content; Snakemake: mtime,
-confirmed by checksum for files up to 1 MB), a changed value of a config section the stage
-declares (DVC ``params``; Snakemake's ``params`` rerun trigger on the rule's ``params: config=``),
-or a changed command. Editing a section a stage does not read reruns it in neither. What differs
-is the bookkeeping: DVC's is dvc.lock, Snakemake's is ``.snakemake/metadata``. Two commands move
-it across (never run both tools at the same time on one workspace)::
-
-    # Snakemake -> DVC, after `snakemake` finished without errors:
-    dvc commit --force                            # after a full run (rule all)
-    dvc commit --force --with-deps <stage>        # after `snakemake <that stage's output>`
-
-    # DVC -> Snakemake, after dvc repro / exp run / checkout / pull / exp apply, when
-    # `dvc status` says "Data and pipelines are up to date":
-    snakemake --touch --cores 1 [targets]
-
-- ``dvc commit --force`` writes dvc.lock entries (deps, params, out hashes) also for stages DVC
-  never ran, and caches the outputs; it leaves the files and their mtimes alone, so Snakemake
-  still sees them up to date. Without it, ``dvc repro`` reruns every stage Snakemake built,
-  deleting its outputs first (``persist: false``). Measured on data + base_model + infer + score
-  of tiny_shapes (13 MB of outputs): commit 2.4 s, then ``dvc repro`` is a no-op in 0.8 s.
-- ``snakemake --touch`` marks the existing outputs up to date and records Snakemake's metadata
-  (params, input checksums) without running anything; outputs that do not exist are left alone
-  (a warning) and still get built by the next run. Needed because Snakemake has no metadata for
-  jobs DVC ran: after a clone or checkout the sources are newer than the outputs
-  ("Updated input files: ..."), and after a params change DVC reproduced, Snakemake's old
-  metadata says "Params have changed". Right after a plain ``dvc repro`` in a workspace where
-  Snakemake never ran, ``snakemake -n`` already has nothing to do. Measured: 1.5 to 3.5 s.
-  Only touch what DVC reports up to date: ``--touch`` trusts the workspace.
-- ``.dvcignore`` lists ``.snakemake/`` and ``.snakemake_timestamp`` (Snakemake's marker inside
-  directory outputs), so a directory hashes the same whichever tool wrote it (checked: identical
-  ``.dir`` md5 for results/tiny_shapes/data from ``snakemake`` and from ``dvc repro``).
-
-tests/pipeline/test_orchestration.py runs both handovers on the real data, base_model, infer and
-score rules.
+Both tools then rerun a stage for the same reasons: a changed input (DVC: its hash; Snakemake: its
+time, and params files are rewritten only when their content changes) or a changed command.
+How their records are kept in step is :mod:`vlrl.workflow.handover`'s business.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -92,7 +63,12 @@ def stage_name(job: Job) -> str:
     ...                [], [], [], {}, "", frozenset()))
     'infer--e--sft--b'
     """
-    return SEPARATOR.join([job.rule, *job.wildcards.values()])
+    return name_for(job.rule, job.wildcards.values())
+
+
+def name_for(rule: str, wildcard_values: Iterable[object]) -> str:
+    """The DVC stage name of a job of ``rule`` with these wildcard values (see above)."""
+    return SEPARATOR.join([rule, *(str(v) for v in wildcard_values)])
 
 
 def command(job: Job) -> str:
@@ -113,11 +89,6 @@ def command(job: Job) -> str:
     return cmd[: -len(suffix)]
 
 
-def _params(job: Job) -> list[Any]:
-    declared = job.params.get("config") or {}
-    return [{file: list(sections)} for file, sections in declared.items() if sections]
-
-
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
@@ -129,9 +100,6 @@ def stage(job: Job) -> dict[str, Any]:
     deps = _unique(job.input)
     if deps:
         entry["deps"] = deps
-    params = _params(job)
-    if params:
-        entry["params"] = params
     outs = [{o: {"persist": False}} for o in _unique(job.output) if o not in metrics]
     if outs:
         entry["outs"] = outs
@@ -150,9 +118,49 @@ def plots(jobs: Iterable[Job]) -> list[dict[str, Any]]:
     ]
 
 
+RESOLVE = "resolve"
+"""The DVC-only first stage: writes the resolved configs the other stages take params from."""
+RESOLVE_DEPS = ("params.yaml", "Snakefile", "rules", "workflow_scripts/vlrl")
+"""What decides the resolved values and the DAG's shape: a change reruns ``vlrl resolve``,
+which rewrites the resolved configs (a no-op when nothing changed) and fails when dvc.yaml is
+stale. The whole package, because a new import in any stage changes that stage's deps."""
+
+
+def resolve_stage(jobs: Iterable[Job]) -> dict[str, Any]:
+    """The ``resolve`` stage: ``vlrl resolve`` writes the params file of every job's stage.
+
+    Snakemake writes the same files while it builds the DAG, so it has no such job; DVC needs a
+    stage to do it before it compares the files' hashes. It tracks every key of each experiment
+    and model file (so ``dvc exp run -S file:key=value`` reruns it, and ``dvc exp show`` lists
+    those keys as params).
+    """
+    from vlrl.workflow import resolve
+
+    written: dict[str, None] = {}
+    sources: dict[str, None] = {}
+    for job in jobs:
+        if not job.shellcmd:
+            continue
+        if job.rule == resolve.MODEL_STAGE:
+            name, source = job.wildcards["model"], paths.model_file(job.wildcards["model"])
+        else:
+            name, source = job.wildcards["exp"], paths.experiment_file(job.wildcards["exp"])
+        written[str(resolve.params_file(job.rule, name))] = None
+        sources[os.path.relpath(source, paths.root())] = None
+    return {
+        "cmd": f"{paths.LAUNCHER} {RESOLVE}",
+        "deps": list(RESOLVE_DEPS),
+        "params": [{source: None} for source in sources],
+        # persist: DVC would delete them before the run, and a rewritten file's new time would
+        # tell Snakemake the stage's config changed; vlrl resolve rewrites only what changed.
+        "outs": [{file: {"cache": False, "persist": True}} for file in written],
+    }
+
+
 def build(jobs: list[Job]) -> dict[str, Any]:
-    """The dvc.yaml document for the DAG's jobs (the target rule ``all`` has no stage)."""
-    stages: dict[str, Any] = {}
+    """The dvc.yaml document for the DAG's jobs (the target rule ``all`` has no stage), after
+    the ``resolve`` stage."""
+    stages: dict[str, Any] = {RESOLVE: resolve_stage(jobs)}
     for job in jobs:
         if not job.shellcmd:  # rule all, or any other rule without a command
             continue

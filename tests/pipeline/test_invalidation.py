@@ -1,0 +1,266 @@
+"""Snakemake and DVC give one answer: the same stages to rerun after an edit, none after the other
+tool ran, and a default changed in vlrl/config.py reruns exactly the stages that read it.
+
+One shrunk copy of the default experiment is built once with `dvc repro` (a fresh workspace, as
+after `make run`). Each case then edits one thing, asks both tools what they would run, and puts
+the file back with its old content and time, so the next case starts from the built state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import yaml
+from scratch_project import Project
+
+pytestmark = pytest.mark.slow
+
+EXP, BENCH, MODEL = "tiny_shapes", "shapes_test", "tiny-qwen2.5-vl"
+EXP_FILE = f"config/experiments/{EXP}.yaml"
+MODEL_FILE = f"config/models/{MODEL}.yaml"
+SHRUNK = {
+    "data.shapes.n_train": 48,
+    "data.shapes.n_val": 4,
+    "data.shapes.n_test": 12,
+    "sft.num_train_epochs": 1,
+    "grpo.max_steps": 2,
+    "grpo.per_device_train_batch_size": 8,
+    "grpo.num_generations": 4,
+    "grpo.max_completion_length": 8,
+    "grpo.logging_steps": 1,
+    "infer.max_new_tokens": 8,
+}
+EVALS = [f"{c}--{BENCH}" for c in ("base", "sft", "grpo")]
+INFER = [f"infer--{EXP}--{e}" for e in EVALS]
+SCORE = [f"score--{EXP}--{e}" for e in EVALS]
+REPORT = [f"report--{EXP}"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    project = Project(tmp_path_factory.mktemp("invalidation"))
+    project.set_values(EXP_FILE, SHRUNK)
+    project("dvc", "repro")
+    return project
+
+
+def snakemake_plan(project: Project) -> tuple[set[str], set[str]]:
+    """(every job `snakemake -n` would run, the jobs it would run for a reason of their own),
+    as DVC stage names."""
+    out = project.snakemake("-n")
+    if "Nothing to be done" in out:
+        return set(), set()
+    planned, direct = set(), set()
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", out):
+        head = re.match(r"(?:local)?rule (\w+):", block)
+        if not head or head.group(1) == "all":
+            continue
+        wildcards = re.search(r"\n\s*wildcards: (.*)", block)
+        values = [kv.split("=", 1)[1] for kv in wildcards.group(1).split(", ")] if wildcards else []
+        name = "--".join([head.group(1), *values])
+        planned.add(name)
+        reasons = re.search(r"\n\s*reason: (.*)", block).group(1).split("; ")
+        if any(not r.startswith("Input files updated by another job") for r in reasons):
+            direct.add(name)
+    return planned, direct
+
+
+def downstream(project: Project, stages: set[str]) -> set[str]:
+    """``stages`` and every DVC stage that depends, directly or not, on their outputs."""
+    spec = yaml.safe_load((project.root / "dvc.yaml").read_text())["stages"]
+    outs = {
+        name: [next(iter(o)) for o in [*s.get("outs", []), *s.get("metrics", [])]]
+        for name, s in spec.items()
+    }
+    closed = set(stages)
+    grew = True
+    while grew:
+        grew = False
+        for name, stage in spec.items():
+            if name in closed:
+                continue
+            deps = stage.get("deps", [])
+            if any(d == o or d.startswith(o + "/") for s in closed for o in outs[s] for d in deps):
+                closed.add(name)
+                grew = True
+    return closed
+
+
+def dvc_plan(project: Project) -> tuple[set[str], set[str]]:
+    """(what `dvc repro` would run, the stages `dvc status` reports changed), after the cheap
+    resolve stage has written the resolved configs (the first thing `dvc repro` does)."""
+    project("dvc", "repro", "--single-item", "resolve")
+    status = json.loads(project("dvc", "status", "--json").strip() or "{}")
+    direct = set(status) - {"resolve"}
+    return (downstream(project, direct) if direct else set()), direct
+
+
+def assert_same_plan(project: Project, expected: set[str]) -> None:
+    smk_all, smk_direct = snakemake_plan(project)
+    dvc_all, dvc_direct = dvc_plan(project)
+    # Snakemake names one reason per job: a job downstream of another rerun shows only that one
+    assert smk_direct <= dvc_direct, f"invalidated: snakemake {smk_direct}, dvc {dvc_direct}"
+    assert smk_all == dvc_all, f"planned: snakemake {sorted(smk_all)}, dvc {sorted(dvc_all)}"
+    assert smk_all == downstream(project, expected), sorted(smk_all)
+
+
+@contextmanager
+def edited(project: Project, relative: str, change) -> Iterator[None]:
+    """Apply ``change(text) -> text`` to a file; afterwards put back its content and time, and
+    those of the stages' params files (which the plans rewrote), as if nothing had happened."""
+    path = project.root / relative
+    kept = {
+        p: (p.read_bytes(), p.stat())
+        for p in [
+            path,
+            *project.root.glob("results/*/params/*.yaml"),
+            *project.root.glob("resources/params/*.yaml"),
+        ]
+    }
+    before = path.read_text()
+    new = change(before)
+    assert new != before, f"the edit of {relative} changed nothing"
+    path.write_text(new)
+    try:
+        yield
+    finally:
+        for kept_path, (content, stat) in kept.items():
+            kept_path.write_bytes(content)
+            os.utime(kept_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def add_comment(text: str) -> str:
+    return text + "\n# an edit\n"
+
+
+def test_after_dvc_repro_snakemake_has_nothing_to_do(built: Project) -> None:
+    assert "Nothing to be done" in built.snakemake("-n")
+    assert "Data and pipelines are up to date" in built("dvc", "status")
+
+
+CODE_EDITS = [
+    ("stages/data.py", {f"data--{EXP}"}),
+    ("stages/base_model.py", {f"base_model--{MODEL}"}),
+    ("stages/sft.py", {f"sft--{EXP}"}),
+    ("stages/grpo.py", {f"grpo--{EXP}"}),
+    ("stages/merge.py", {f"merge--{EXP}"}),
+    ("stages/infer.py", set(INFER)),
+    ("stages/score.py", set(SCORE)),
+    ("stages/report.py", set(REPORT)),
+    # a module a stage reaches only through its imports
+    ("rewards/vlm_r1.py", {f"grpo--{EXP}"}),
+    ("scoring/stats.py", {*SCORE, *REPORT}),
+    ("generation/hf.py", set(INFER)),
+]
+
+
+@pytest.mark.parametrize(("module", "expected"), CODE_EDITS, ids=[m for m, _ in CODE_EDITS])
+def test_code_edit_plans_the_same_stages(built: Project, module: str, expected: set[str]) -> None:
+    with edited(built, f"workflow_scripts/vlrl/{module}", add_comment):
+        assert_same_plan(built, expected)
+
+
+def _set(key: str, value: object):
+    def change(text: str) -> str:
+        tree = yaml.safe_load(text)
+        *parents, last = key.split(".")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+        return yaml.safe_dump(tree, sort_keys=False)
+
+    return change
+
+
+def _default(cls: str, field: str, old: str, new: str):
+    """Change the default of ``cls.field`` in config.py from ``old`` to ``new``."""
+
+    def change(text: str) -> str:
+        start = text.index(f"class {cls}(")
+        line = re.compile(rf"(\n    {field}: [^\n]*?= ){re.escape(old)}")
+        match = line.search(text, start)
+        assert match, f"{cls}.{field} = {old} not found"
+        return text[: match.start()] + match.group(1) + new + text[match.end() :]
+
+    return change
+
+
+CONFIG_EDITS = [
+    (EXP_FILE, _set("data.shapes.n_test", 10), {f"data--{EXP}"}),
+    (MODEL_FILE, _set("tiny.vocab_size", 640), {f"base_model--{MODEL}"}),
+    (EXP_FILE, _set("sft.learning_rate", 1e-3), {f"sft--{EXP}"}),
+    (EXP_FILE, _set("grpo.learning_rate", 3e-4), {f"grpo--{EXP}"}),
+    (EXP_FILE, _set("infer.max_new_tokens", 6), set(INFER)),
+    (EXP_FILE, _set("score.confidence", 0.9), {*SCORE, *REPORT}),
+    (EXP_FILE, _set("description", "another"), set(REPORT)),
+    # defaults in vlrl/config.py: exactly the stages that read the key rerun
+    ("workflow_scripts/vlrl/config.py", _default("ReportConfig", "title", "None", '"T"'), REPORT),
+    (
+        "workflow_scripts/vlrl/config.py",
+        _default("ScoreConfig", "iou_threshold", "0.5", "0.6"),
+        {*SCORE, *REPORT},
+    ),
+    (
+        "workflow_scripts/vlrl/config.py",
+        _default("GRPOConfig", "epsilon", "0.2", "0.25"),
+        {f"grpo--{EXP}"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "expected"),
+    CONFIG_EDITS,
+    ids=[
+        "data",
+        "model",
+        "sft",
+        "grpo",
+        "infer",
+        "score",
+        "report",
+        "d-report",
+        "d-score",
+        "d-grpo",
+    ],
+)
+def test_config_edit_plans_the_same_stages(built: Project, file, change, expected) -> None:
+    with edited(built, file, change):
+        assert_same_plan(built, expected)
+
+
+UNRELATED = [
+    ("README.md", add_comment),
+    ("workflow_scripts/vlrl/workflow/check.py", add_comment),
+    ("config/experiments/tiny_shapes_satori.yaml", _set("grpo.learning_rate", 1e-3)),
+]
+
+
+@pytest.mark.parametrize(("file", "change"), UNRELATED, ids=[f for f, _ in UNRELATED])
+def test_unrelated_edit_plans_nothing(built: Project, file, change) -> None:
+    with edited(built, file, change):
+        assert snakemake_plan(built) == (set(), set())
+        assert dvc_plan(built) == (set(), set())
+
+
+def test_after_snakemake_dvc_has_nothing_to_do_and_back(built: Project) -> None:
+    """A Snakemake run records its jobs in dvc.lock (onsuccess): `dvc repro` and `snakemake -n`
+    then have nothing to do. Back with DVC after an edit, Snakemake's older records of the jobs
+    DVC reran do not make it plan them again."""
+    built.set_values(EXP_FILE, {"score.confidence": 0.8})
+    built.snakemake()
+    assert "Data and pipelines are up to date" in built("dvc", "status")
+    assert "Running stage" not in built("dvc", "repro")
+    assert "Nothing to be done" in built.snakemake("-n")
+
+    built.set_values(EXP_FILE, {"score.confidence": 0.9})
+    repro = built("dvc", "repro")
+    assert "Running stage 'report--" in repro and "Running stage 'infer--" not in repro
+    assert "Nothing to be done" in built.snakemake("-n")
+    assert "Data and pipelines are up to date" in built("dvc", "status")

@@ -1,0 +1,195 @@
+"""What each stage depends on, derived from its code rather than listed by hand.
+
+- **Code**: the stage's module ``vlrl/stages/<stage>.py`` and every module of the ``vlrl``
+  package it imports, directly or through other modules, at module level or inside a function
+  (a lazy import is still code the stage runs), with the ``__init__.py`` of every package on
+  the way (Python runs those too); plus the modules the ``vlrl`` command runs before any stage
+  (what ``vlrl/cli.py`` imports, other than the stages and the workflow tools). Imports under
+  ``if TYPE_CHECKING:`` are skipped: they never run.
+- **Config**: the keys the stage declares in its module's ``READS`` tuple (``"sft"`` for a whole
+  section, ``"sft.enabled"`` for one value). The stage's params are the *resolved* values of
+  those keys (defaults included, see :mod:`vlrl.workflow.resolve`), so ``vlrl/config.py`` is
+  not code of any stage: a changed default reaches exactly the stages that read that key.
+
+Both are read from the source with :mod:`ast`, without importing anything, so Snakemake can
+call them while it parses the rules. A stage that reads a key it does not declare is caught by
+:mod:`vlrl.workflow.reads` (the CLI checks it when ``VLRL_CHECK_READS=1``, as the tests set).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterable
+from pathlib import Path
+
+from vlrl import paths
+from vlrl.errors import ConfigError
+
+PACKAGE = "vlrl"
+SOURCE_DIR = Path("workflow_scripts")
+"""Where the package's source lives, relative to the project root."""
+NOT_CODE = frozenset({"vlrl.config"})
+"""Modules whose effect on a stage is captured by the resolved config values it reads."""
+ENTRY = "vlrl.cli"
+"""The command every stage runs under; what it imports besides stages and tools runs first."""
+ENTRY_SKIPS = ("vlrl.stages.", "vlrl.workflow.")
+READS_NAME = "READS"
+
+
+def source_root(root: Path | None = None) -> Path:
+    """The directory holding the ``vlrl`` package's source: ``<root>/workflow_scripts``, or,
+    in a directory without one, that of the package this process imported."""
+    local = Path(root or paths.root()) / SOURCE_DIR
+    if (local / PACKAGE / "__init__.py").is_file():
+        return local
+    import vlrl
+
+    return Path(vlrl.__file__).resolve().parents[1]
+
+
+def stages(root: Path | None = None) -> list[str]:
+    """The stages: the modules of ``vlrl/stages/`` (each one a rule and a CLI command).
+
+    >>> stages()[:3]
+    ['base_model', 'data', 'grpo']
+    """
+    folder = source_root(root) / PACKAGE / "stages"
+    return sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+
+
+def module_file(module: str, root: Path | None = None) -> Path | None:
+    """The source file of a ``vlrl`` module, or None when there is no such module.
+
+    >>> module_file("vlrl.stages.sft").relative_to(source_root()).as_posix()
+    'vlrl/stages/sft.py'
+    >>> module_file("vlrl.no_such_module") is None
+    True
+    """
+    base = source_root(root).joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_nodes(tree: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
+    """Every import statement, skipping the bodies of ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _parse(path: Path) -> ast.Module:
+    try:
+        return ast.parse(path.read_text(), filename=str(path))
+    except SyntaxError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: cannot parse: {exc.msg}") from None
+
+
+def imported_modules(module: str, root: Path | None = None) -> set[str]:
+    """The ``vlrl`` modules that ``module``'s source imports (one level, names that exist)."""
+    path = module_file(module, root)
+    if path is None:
+        raise ConfigError(f"no source file for module {module} under {source_root(root)}")
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _import_nodes(_parse(path)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            # `from vlrl.x import y`: y is a submodule, or a name defined in vlrl.x
+            names = [target, *(f"{target}.{alias.name}" for alias in node.names)]
+        for name in names:
+            if (name == PACKAGE or name.startswith(PACKAGE + ".")) and module_file(name, root):
+                found.add(name)
+    return found
+
+
+def _with_parents(module: str) -> list[str]:
+    """``a.b.c`` → ``[a, a.b, a.b.c]``: importing a module runs its packages' ``__init__``."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def entry_modules(root: Path | None = None) -> set[str]:
+    """What the ``vlrl`` command imports to run any stage (not the stages, not the tools)."""
+    return {m for m in imported_modules(ENTRY, root) if not f"{m}.".startswith(ENTRY_SKIPS)}
+
+
+def code_modules(stage: str, root: Path | None = None) -> set[str]:
+    """Every ``vlrl`` module the stage runs (see the module docstring), config excluded."""
+    start = f"{PACKAGE}.stages.{stage}"
+    if module_file(start, root) is None:
+        raise ConfigError(f"stage {stage!r} has no module {source_root(root)}/vlrl/stages/")
+    seen: set[str] = set()
+    todo = [start, *entry_modules(root)]
+    while todo:
+        module = todo.pop()
+        for name in _with_parents(module):
+            if name in seen or name in NOT_CODE:
+                continue
+            seen.add(name)
+            todo.extend(imported_modules(name, root) - seen)
+    return seen
+
+
+def code_files(stage: str, root: Path | None = None) -> list[str]:
+    """The source files of :func:`code_modules`, relative to the project root, sorted.
+
+    >>> "workflow_scripts/vlrl/rewards/vlm_r1.py" in code_files("grpo")
+    True
+    >>> [f for f in code_files("merge") if "rewards" in f or "stages/grpo" in f]
+    []
+    """
+    base = Path(root or paths.root())
+    files = {module_file(m, root) for m in code_modules(stage, root)}
+    return sorted(str(f.relative_to(base)) for f in files if f is not None)
+
+
+@functools.cache
+def _reads(path: Path, mtime_ns: int) -> tuple[str, ...]:
+    for node in _parse(path).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == READS_NAME for t in targets):
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    value = None
+                if not isinstance(value, tuple) or not all(isinstance(k, str) for k in value):
+                    raise ConfigError(f"{path}: {READS_NAME} must be a tuple of strings")
+                return value
+    raise ConfigError(
+        f"{path}: no {READS_NAME} = (...) declaring the experiment config keys the stage reads"
+    )
+
+
+def declared_reads(stage: str, root: Path | None = None) -> tuple[str, ...]:
+    """The config keys ``vlrl/stages/<stage>.py`` declares in ``READS``.
+
+    >>> declared_reads("merge")[:2]
+    ('base_model', 'sft.enabled')
+    """
+    path = module_file(f"{PACKAGE}.stages.{stage}", root)
+    if path is None:
+        raise ConfigError(f"stage {stage!r} has no module under {source_root(root)}/vlrl/stages/")
+    return _reads(path, path.stat().st_mtime_ns)
