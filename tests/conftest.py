@@ -95,3 +95,13 @@ def length_reward(monkeypatch: pytest.MonkeyPatch) -> str:
 
     monkeypatch.setitem(rewards.REGISTRY, "test.length", _length_reward)
     return "test.length"
+
+
+# The longest test files, slowest first: under `--dist loadfile` each file runs on one worker,
+# so starting these first lets every other file run beside them instead of after them.
+LONGEST_FIRST = ("tests/pipeline/test_tiny_shapes.py", "tests/pipeline/test_invalidation.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.relative_to(REPO).as_posix(), len(rank)))
