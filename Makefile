@@ -47,7 +47,7 @@ test: setup
 	ruff check .
 	ruff format --check .
 	snakemake --lint
-	pytest -n 2 --dist loadfile --timeout 1800 --durations 15
+	pytest -n 2 --dist loadfile --timeout 3600 --durations 15
 
 ## test-fast: unit tests only (no training)
 test-fast: setup
