@@ -75,6 +75,13 @@ def stage_threads(wildcards):
     return experiment(wildcards.exp).cpu_threads or workflow.cores
 
 
+def infer_threads(wildcards):
+    """Cores an inference job holds: cpu_threads per generating process (infer.workers)."""
+    cfg = experiment(wildcards.exp)
+    processes = cfg.infer.workers if cfg.infer.backend == "hf" else 1
+    return (cfg.cpu_threads or workflow.cores) * processes
+
+
 # input functions -------------------------------------------------------------------------
 def get_base_model(wildcards):
     """resources/models/<base_model of the experiment>."""

@@ -16,7 +16,7 @@ rule infer:
         "logs/benchmarks/infer/{exp}/{checkpoint}/{bench}.tsv"
     conda:
         "../envs/main.yaml"
-    threads: stage_threads
+    threads: infer_threads
     resources:
         gpu=0,
     shell:

@@ -1,14 +1,25 @@
-"""Experiment config: merge order, unknown keys, wrong types, overrides."""
+"""Experiment config: merge order, unknown keys, wrong types, ranges, names, overrides."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from vlrl.config import load_experiment, load_model, parse_overrides
+from vlrl.config import ConfigProblems, load_experiment, load_model, parse_overrides
 from vlrl.errors import ConfigError
 from vlrl.workflow.check import load_checked
+
+TINY = "config/experiments/tiny_shapes.yaml"
+BAD = "config/experiments/bad.yaml"
+MODEL = "config/models/bad.yaml"
+REQUIRED = {
+    "base_model": "base_model: tiny-qwen2.5-vl\n",
+    "benchmarks": "benchmarks: [shapes_test]\n",
+}
+JUDGE = "base_url: 'http://127.0.0.1:1/v1', model: m"
+HUB = "repo_id: Qwen/Qwen2.5-VL-3B-Instruct"
 
 
 def test_default_experiment_loads(project: Path) -> None:
@@ -23,26 +34,154 @@ def test_override_wins_over_file(project: Path) -> None:
     assert cfg.checkpoints == ["base", "grpo"]
 
 
-@pytest.mark.parametrize(
-    ("yaml_text", "message"),
-    [
-        ("grpo:\n  learnin_rate: 1.0\n", "grpo.learnin_rate"),  # typo in a key is rejected
-        ("grpo:\n  max_steps: many\n", "grpo.max_steps"),  # wrong type names the key
-        ("prompt: no_such_format\n", "no_such_format"),  # unknown prompt format
-        ("grpo:\n  rewards: {nope.reward: 1.0}\n", "nope.reward"),  # unknown reward
-        ("base_model: missing-model\n", "missing-model"),  # model without a config file
-        ("surprise: 1\n", "surprise"),  # unknown top-level key
-        ("cpu_threads: 0\n", "cpu_threads"),  # at least one thread
-    ],
-)
-def test_bad_experiment_names_file_and_key(project: Path, yaml_text: str, message: str) -> None:
-    base = (project / "config/experiments/tiny_shapes.yaml").read_text()
-    (project / "config/experiments/bad.yaml").write_text(base + yaml_text)
-    # prompt and reward names are checked above the config module (it imports no registry)
-    with pytest.raises(ConfigError) as err:
+# A malformed config: how it is made, the file and the dotted key its error must name, and what
+# the error says. ``set``: overrides of config/experiments/tiny_shapes.yaml; ``experiment``: an
+# experiment file of this YAML (plus base_model and benchmarks when it has none); ``model``: a
+# config/models file of this YAML.
+MALFORMED = [
+    # sizes and counts
+    ("set", "infer.batch_size=-1", TINY, "infer.batch_size", "greater than 0"),
+    ("set", "infer.max_new_tokens=0", TINY, "infer.max_new_tokens", "greater than 0"),
+    ("set", "sft.num_train_epochs=-1", TINY, "sft.num_train_epochs", "greater than 0"),
+    (
+        "set",
+        "sft.per_device_train_batch_size=0",
+        TINY,
+        "sft.per_device_train_batch_size",
+        "greater than 0",
+    ),
+    ("set", "grpo.max_steps=0", TINY, "grpo.max_steps", "greater than 0"),
+    ("set", "grpo.num_generations=1", TINY, "grpo.num_generations", "greater than or equal to 2"),
+    ("set", "data.shapes.n_val=0", TINY, "data.shapes.n_val", "greater than or equal to 1"),
+    ("set", "score.bootstrap_resamples=0", TINY, "score.bootstrap_resamples", "greater than 0"),
+    ("set", "cpu_threads=0", TINY, "cpu_threads", "greater than or equal to 1"),
+    ("set", "seed=-1", TINY, "seed", "greater than or equal to 0"),
+    # probabilities, thresholds, temperatures, rates
+    ("set", "grpo.temperature=-1", TINY, "grpo.temperature", "greater than 0"),
+    ("set", "grpo.temperature=0", TINY, "grpo.temperature", "greater than 0"),  # TRL divides by it
+    ("set", "infer.temperature=-1", TINY, "infer.temperature", "greater than or equal to 0"),
+    ("set", "grpo.top_p=1.5", TINY, "grpo.top_p", "less than or equal to 1"),
+    ("set", "infer.top_p=0", TINY, "infer.top_p", "greater than 0"),
+    ("set", "sft.warmup_ratio=1.5", TINY, "sft.warmup_ratio", "less than or equal to 1"),
+    ("set", "grpo.beta=-0.1", TINY, "grpo.beta", "greater than or equal to 0"),
+    ("set", "grpo.learning_rate=0", TINY, "grpo.learning_rate", "greater than 0"),
+    ("set", "score.confidence=1.5", TINY, "score.confidence", "less than 1"),
+    ("set", "score.iou_threshold=0", TINY, "score.iou_threshold", "greater than 0"),
+    ("set", "grpo.rewards={common.format: .nan}", TINY, "grpo.rewards.common.format", "finite"),
+    # the judge endpoint: concurrency 0 used to wait forever
+    (
+        "set",
+        f"score.judge={{{JUDGE}, concurrency: 0}}",
+        TINY,
+        "score.judge.concurrency",
+        "greater than 0",
+    ),
+    (
+        "set",
+        f"score.judge={{{JUDGE}, timeout_s: 0}}",
+        TINY,
+        "score.judge.timeout_s",
+        "greater than 0",
+    ),
+    (
+        "set",
+        f"score.judge={{{JUDGE}, max_retries: -1}}",
+        TINY,
+        "score.judge.max_retries",
+        "greater than or equal to 0",
+    ),
+    # names that refer to nothing
+    ("set", "grpo.tasks=[cuont, arithmetic]", TINY, "grpo.tasks", "'cuont' is not a shapes task"),
+    ("set", "data.shapes.tasks=[count]", TINY, "grpo.tasks", "'arithmetic' is not in data.shapes"),
+    ("set", "grpo.tasks=[]", TINY, "grpo.tasks", "at least 1 item"),
+    ("set", "grpo.rewards={}", TINY, "grpo.rewards", "at least 1 item"),
+    ("experiment", "prompt: no_such_format\n", BAD, "prompt", "'no_such_format' is not one of"),
+    ("experiment", "grpo:\n  rewards: {nope.reward: 1.0}\n", BAD, "grpo.rewards", "nope.reward"),
+    ("experiment", "base_model: missing-model\n", BAD, "base_model", "no config/models file"),
+    ("experiment", "benchmarks: [shapes_tset]\n", BAD, "benchmarks.0", "'shapes_tset' has no file"),
+    # keys that must agree
+    ("set", "grpo.num_generations=3", TINY, "grpo.per_device_train_batch_size", "multiple of"),
+    ("set", "data.shapes.min_shapes=5", TINY, "data.shapes.min_shapes", "above max_shapes (4)"),
+    ("set", "sft.image_min_pixels=20000", TINY, "sft.image_min_pixels", "above image_max_pixels"),
+    ("set", "infer.backend=openai", TINY, "infer.openai_base_url", "is not set"),
+    # unknown keys, wrong types, repeated keys
+    ("experiment", "grpo:\n  learnin_rate: 1.0\n", BAD, "grpo.learnin_rate", "not permitted"),
+    ("experiment", "grpo:\n  max_steps: many\n", BAD, "grpo.max_steps", "valid integer"),
+    ("experiment", "surprise: 1\n", BAD, "surprise", "not permitted"),
+    ("experiment", "seed: 1\nseed: 2\n", BAD, "seed", "duplicate key (lines 1 and 2)"),
+    ("experiment", "grpo:\n  beta: 0\n  beta: 1\n", BAD, "grpo.beta", "duplicate key (lines 2 and"),
+    # model files
+    ("model", f"builder: hf\nhf: {{{HUB}, revision: main}}\n", MODEL, "hf.revision", "pattern"),
+    ("model", "builder: hf\n", MODEL, "hf", "base_model.hf (repo_id, revision) is missing"),
+    ("model", "tiny: {num_attention_heads: 3}\n", MODEL, "tiny.hidden_size", "not a multiple"),
+    ("model", "tiny: {num_key_value_heads: 3}\n", MODEL, "tiny.num_attention_heads", "multiple"),
+    ("model", "tiny: {min_pixels: 20000}\n", MODEL, "tiny.min_pixels", "above max_pixels"),
+    ("model", "builder: tiny\nbuilder: hf\n", MODEL, "builder", "duplicate key"),
+]
+
+
+def _problems(project: Path, kind: str, text: str) -> list[str]:
+    """The problem lines loading the malformed config raises (none: the test fails)."""
+    with pytest.raises(ConfigProblems) as err:
+        if kind == "set":
+            load_checked("tiny_shapes", [text])
+        elif kind == "experiment":
+            required = "".join(
+                line for key, line in REQUIRED.items() if not re.search(f"^{key}:", text, re.M)
+            )
+            (project / BAD).write_text(text + required)
+            load_checked("bad")
+        else:
+            (project / MODEL).write_text(text)
+            load_model("bad")
+    return err.value.problems
+
+
+@pytest.mark.parametrize(("kind", "text", "file", "key", "says"), MALFORMED)
+def test_malformed_config_names_file_and_key(
+    project: Path, kind: str, text: str, file: str, key: str, says: str
+) -> None:
+    problems = _problems(project, kind, text)
+    where = f"{project / file}: {key}: "
+    named = [line for line in problems if line.startswith(where)]
+    assert named, f"no problem at {where!r} in {problems}"
+    assert any(says in line for line in named), named
+
+
+def test_every_problem_of_a_file_is_listed_at_once(project: Path) -> None:
+    text = (
+        "seed: 1\nseed: 2\nprompt: nope\n"
+        "sft: {num_train_epochs: -1, warmup_ratio: 2}\n"
+        "grpo: {tasks: [cuont], rewards: {no.reward: 1}}\n"
+        "infer: {batch_size: -1, temperature: -1}\n"
+        "score: {confidence: 1.5, iou_threshold: 0}\n"
+    )
+    (project / BAD).write_text(text + "".join(REQUIRED.values()))
+    with pytest.raises(ConfigProblems) as err:
         load_checked("bad")
-    assert "bad.yaml" in str(err.value)
-    assert message in str(err.value)
+    lines = err.value.problems
+    assert all(line.startswith(f"{project / BAD}: ") for line in lines), lines
+    keys = [line.removeprefix(f"{project / BAD}: ").split(": ")[0] for line in lines]
+    assert sorted(keys) == [
+        "grpo.rewards",  # an unknown reward, though the file does not validate
+        "grpo.tasks",  # a task typo, though other sections do not validate
+        "infer.batch_size",
+        "infer.temperature",
+        "prompt",
+        "score.confidence",
+        "score.iou_threshold",
+        "seed",
+        "sft.num_train_epochs",
+        "sft.warmup_ratio",
+    ], lines
+    assert str(err.value) == "\n".join(lines)  # one line per problem
+
+
+def test_shipped_configs_are_valid(project: Path) -> None:
+    for path in sorted((project / "config" / "experiments").glob("*.yaml")):
+        load_checked(path.stem)
+    for path in sorted((project / "config" / "models").glob("*.yaml")):
+        load_model(path.stem)
 
 
 def test_missing_experiment_lists_known(project: Path) -> None:
@@ -54,12 +193,6 @@ def test_not_a_mapping(project: Path) -> None:
     (project / "config/experiments/list.yaml").write_text("- a\n- b\n")
     with pytest.raises(ConfigError, match="mapping"):
         load_experiment("list")
-
-
-def test_hf_model_needs_repo(project: Path) -> None:
-    (project / "config/models/bad.yaml").write_text("builder: hf\n")
-    with pytest.raises(ConfigError, match=r"base_model\.hf"):
-        load_model("bad")
 
 
 @pytest.mark.parametrize(

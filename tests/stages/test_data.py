@@ -111,25 +111,6 @@ def test_a_failed_rerun_keeps_the_previous_complete_output(project, monkeypatch)
     assert not _leftovers(project)
 
 
-def test_an_invalid_generated_row_is_rejected_and_named(project, monkeypatch):
-    real = shapes.generate_split
-
-    def with_bad_row(cfg, split, n, seed, out_dir, **kwargs):
-        records = real(cfg, split, n, seed, out_dir, **kwargs)
-        bad = records[0].model_copy(update={"id": "bad-box", "boxes": [[100.0, 5.0, 150.0, 20.0]]})
-        return [*records, bad]
-
-    monkeypatch.setattr(shapes, "generate_split", with_bad_row)
-    stage.run(EXP, _cfg())
-    out = project / paths.data_dir(EXP)
-    assert len(stage.load_records(out / "train.jsonl")) == 40
-    train = json.loads((out / "report.json").read_text())["splits"]["train"]
-    assert train["rejected"]["invalid"] == 1
-    assert "train/bad-box" in train["invalid_examples"][0]
-    assert "outside" in train["invalid_examples"][0]
-    assert "train/bad-box" in (out / "report.md").read_text()
-
-
 def test_hub_source_is_refused_clearly(project):
     cfg = _cfg(["data.source=hub", "data.hub={repo_id: a/b, revision: v1, converter: vlm_r1}"])
     with pytest.raises(StageError, match=r"data\.source 'hub'.*not implemented"):

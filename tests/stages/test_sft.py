@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+from processes import session_processes
 
 from vlrl.config import SFTConfig, load_experiment
 from vlrl.data.convert import SHAREGPT_DATASET_INFO, to_sharegpt
@@ -13,6 +19,8 @@ from vlrl.errors import StageError
 from vlrl.prompts import PROMPTS
 from vlrl.records import read_records
 from vlrl.stages import sft
+
+VLRL = Path(sys.executable).parent / "vlrl"
 
 
 def test_train_args_on_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,3 +105,87 @@ def test_drop_run_records_keeps_the_curve_not_the_times(tmp_path: Path) -> None:
     history = json.loads((tmp_path / sft.TRAINER_STATE).read_text())["log_history"]
     assert history == [{"loss": 5.9, "step": 5}, {**kept, "step": 8}]
     assert json.loads((tmp_path / sft.TRAINER_LOG).read_text()) == {"current_steps": 5, "loss": 5.9}
+
+
+@pytest.fixture()
+def some_without_reasoning(project: Path, tiny_model_dir: Path, shapes_data: Path) -> list[str]:
+    """The tiny model and shapes data in place, two train records without a reasoning target."""
+    from vlrl import paths
+    from vlrl.files import read_jsonl, write_jsonl
+
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    data = paths.data_dir("tiny_shapes")
+    shutil.copytree(shapes_data, data)
+    rows = read_jsonl(data / "train.jsonl")
+    rows[3]["reasoning"], rows[7]["reasoning"] = None, ""
+    write_jsonl(data / "train.jsonl", rows)
+    return [rows[3]["id"], rows[7]["id"]]
+
+
+def fake_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in for llamafactory-cli that writes the files a finished training leaves (the
+    real one runs in tests/pipeline); it records the dataset it was given."""
+    script = tmp_path / "fake-llamafactory-cli"
+    script.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do case $a in output_dir=*) out=${a#output_dir=};; '
+        "dataset_dir=*) data=${a#dataset_dir=};; esac; done\n"
+        'echo {} > "$out/config.json"; : > "$out/model.safetensors"\n'
+        'cp "$data/vlrl_train.json" "$out/trained_on.json"\n'
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("VLRL_LLAMAFACTORY_CLI", str(script))
+    return script
+
+
+def test_records_without_reasoning_stop_the_stage_by_id(
+    some_without_reasoning: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_cli(tmp_path, monkeypatch)
+    with pytest.raises(StageError, match="2 of 40 records") as caught:
+        sft.run("tiny_shapes", load_experiment("tiny_shapes"))
+    for rid in some_without_reasoning:
+        assert rid in str(caught.value)
+    assert "sft.missing_reasoning: drop" in str(caught.value)
+    assert not list(Path("results/tiny_shapes").glob("sft*"))
+
+
+def test_records_without_reasoning_dropped_and_counted(
+    some_without_reasoning: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_cli(tmp_path, monkeypatch)
+    sft.run("tiny_shapes", load_experiment("tiny_shapes", ["sft.missing_reasoning=drop"]))
+    out = Path("results/tiny_shapes/sft")
+    assert len(json.loads((out / "trained_on.json").read_text())) == 38
+    dropped = json.loads((out / sft.WORK / "dropped.json").read_text())
+    assert dropped == {"missing_reasoning": 2, "ids": some_without_reasoning}
+
+
+@pytest.mark.slow
+def test_killed_sft_stops_llamafactory_and_leaves_no_output(
+    project: Path, tiny_model_dir: Path, shapes_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM (Snakemake cancelling the job, a cluster time limit) stops LLaMA-Factory too and
+    removes the half-written output; the rerun trains."""
+    from vlrl import paths
+
+    repo = Path(__file__).resolve().parents[2]
+    cli = repo / ".venv-sft" / "bin" / "llamafactory-cli"
+    monkeypatch.setenv("VLRL_LLAMAFACTORY_CLI", str(cli))
+
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    cmd = [str(VLRL), "sft", "tiny_shapes", "--set", "sft.num_train_epochs=200"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and not list(Path("results/tiny_shapes").glob("sft*/*.jsonl")):
+        time.sleep(0.2)  # LLaMA-Factory is training: it has logged a step (trainer_log.jsonl)
+    assert proc.poll() is None, f"vlrl sft exited early with {proc.returncode}"
+    assert any("llamafactory-cli" in c for c in session_processes(proc.pid, wait_s=0))
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert not session_processes(proc.pid), "LLaMA-Factory outlived the killed stage"
+    assert not list(Path("results/tiny_shapes").glob("sft*")), "a killed run left its output"
+
+    sft.run("tiny_shapes", load_experiment("tiny_shapes", ["sft.num_train_epochs=1"]))
+    assert (Path("results/tiny_shapes/sft") / "config.json").is_file()

@@ -119,6 +119,8 @@ def answer_accuracy(
 
     >>> answer_accuracy("<answer>B</answer>", "B", "multiple_choice")
     1.0
+    >>> answer_accuracy("<answer>none</answer>", "blue", "multiple_choice")
+    0.0
     >>> answer_accuracy("<answer>[0, 0, 10, 10]</answer>", "", "grounding", [0, 0, 10, 10])
     1.0
     """
@@ -126,7 +128,8 @@ def answer_accuracy(
     if extracted is None:
         return 0.0
     if problem_type == "multiple_choice":
-        return float(parse_letter(extracted) == parse_letter(answer))
+        letter = parse_letter(extracted)  # no letter is wrong, even against an unparsable answer
+        return float(letter is not None and letter == parse_letter(answer))
     if problem_type == "yes_no":
         return float(normalize_text(extracted) == normalize_text(answer))
     if problem_type == "numerical":

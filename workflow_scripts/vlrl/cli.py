@@ -60,6 +60,7 @@ def _stage(name: str, cfg, *args) -> None:
 
     from vlrl.threads import pin_cpu_kernels, pin_cpu_threads
 
+    _raise_on_sigterm()
     pin_cpu_kernels(getattr(cfg, "cpu_kernels", None))
     pin_cpu_threads(getattr(cfg, "cpu_threads", None))
     module = importlib.import_module(f"vlrl.stages.{name}")
@@ -77,6 +78,20 @@ def _stage(name: str, cfg, *args) -> None:
             f"{missing}; add them to READS in vlrl/stages/{name}.py"
         )
         sys.exit(3)
+
+
+def _raise_on_sigterm() -> None:
+    """Make SIGTERM (Snakemake cancelling a job, a cluster's time limit, ``kill``) end the stage
+    as Ctrl-C does, with an exception: the stage's temporary output is removed and the processes
+    it started (LLaMA-Factory, inference workers) are stopped, instead of left running. Exit
+    status 143, as for a process killed by SIGTERM."""
+    import signal
+
+    def stop(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: cleanup must not be interrupted
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _experiment(exp: str, overrides: list[str] | None):
@@ -168,10 +183,18 @@ def report(exp: Exp, set_: Overrides = None) -> None:
 
 @app.command("check")
 def check() -> None:
-    """Validate params.yaml and every experiment, model and benchmark file."""
+    """Validate params.yaml and every experiment, model and benchmark file; list every problem
+    (one line each, naming the file and the dotted key) and exit 2 if there is any."""
+    from rich.markup import escape
+
     from vlrl.workflow import check as wf
 
-    _run(wf.check_all)
+    try:
+        wf.check_all()
+    except VlrlError as exc:
+        # Problems quote values such as [count, arithmetic], which are not markup.
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        sys.exit(2)
 
 
 @app.command()

@@ -2,7 +2,9 @@
 
 One experiment is one file, ``config/experiments/<name>.yaml``. Merge order (EasyR1 style):
 model defaults below → the experiment file → ``--set key.sub=value`` overrides on the command
-line. Unknown keys and wrong types are rejected with the file and the key named.
+line. Unknown keys, wrong types, values out of their range or set, duplicate YAML keys and keys
+that disagree with each other are rejected, each problem on a line naming the file and the dotted
+key.
 
 Each top-level section is read by exactly one stage family, and the DVC stage generated for it
 lists that section as its params (see :mod:`vlrl.workflow.dvc_export`).
@@ -12,13 +14,51 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from vlrl import paths
 from vlrl.errors import ConfigError
+
+Probability = Annotated[float, Field(ge=0, le=1)]
+"""A probability or a fraction, in [0, 1]."""
+TopP = Annotated[float, Field(gt=0, le=1)]
+"""Nucleus sampling mass, in (0, 1]: 1 keeps every token, 0 would keep none (vLLM refuses it)."""
+COMMIT_SHA = r"^[0-9a-f]{40}$"
+"""A full lower-case commit id, the only hub revision that cannot move."""
+
+
+class KeyProblems(ValueError):
+    """Raised by a validator: what is wrong, at dotted keys relative to the model it validates
+    (the loader prefixes the section's own key), so that every error names its key."""
+
+    def __init__(self, *problems: tuple[str, str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{key}: {why}" for key, why in problems))
+
+
+class ConfigProblems(ConfigError):
+    """Every problem found in config files, one ``<file>: <dotted key>: <what is wrong>`` line
+    each (``problems``)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
 
 
 class Section(BaseModel):
@@ -27,18 +67,27 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
 
 
+def _order_problems(section: Any, low: str, high: str) -> list[tuple[str, str]]:
+    """``[(low, why)]`` when the section's ``low`` bound exceeds its ``high`` one, else ``[]``."""
+    lo, hi = getattr(section, low), getattr(section, high)
+    return [(low, f"{lo} is above {high} ({hi})")] if lo > hi else []
+
+
 # --------------------------------------------------------------------------------------- data
+ShapesTask = Literal["color", "count", "grounding", "caption", "arithmetic"]
+SHAPES_TASKS: tuple[str, ...] = get_args(ShapesTask)
+"""The questions the shapes world asks (:mod:`vlrl.data.shapes` generates them)."""
+
+
 class ShapesConfig(Section):
     """The synthetic shapes world (the embedded default's data)."""
 
     image_size: int = Field(112, ge=28, description="Square image side in pixels.")
     min_shapes: int = Field(1, ge=1)
     max_shapes: int = Field(4, ge=1, le=8)
-    tasks: list[Literal["color", "count", "grounding", "caption", "arithmetic"]] = Field(
-        default_factory=lambda: ["color", "count", "grounding", "caption", "arithmetic"]
-    )
+    tasks: list[ShapesTask] = Field(default_factory=lambda: list(SHAPES_TASKS))
     n_train: int = Field(2000, ge=1, description="Training records (all tasks).")
-    n_val: int = Field(100, ge=0)
+    n_val: int = Field(100, ge=1)
     n_test: int = Field(400, ge=1)
 
 
@@ -59,9 +108,25 @@ class DataConfig(Section):
     @model_validator(mode="after")
     def _hub_needs_settings(self) -> DataConfig:
         if self.source == "hub" and self.hub is None:
-            raise ValueError(
-                "data.source is 'hub' but data.hub (repo_id, revision, converter) is missing"
+            raise KeyProblems(
+                (
+                    "hub",
+                    "data.source is 'hub' but data.hub (repo_id, revision, converter) is missing",
+                )
             )
+        # Checked here, not on ShapesConfig: the generator takes a bare ShapesConfig and reports
+        # these itself (tests/data/test_shapes.py builds such worlds).
+        shapes = self.shapes
+        problems = [
+            (f"shapes.{key}", why)
+            for key, why in _order_problems(shapes, "min_shapes", "max_shapes")
+        ]
+        if not shapes.tasks:
+            problems.append(
+                ("shapes.tasks", f"is empty; name at least one of {list(SHAPES_TASKS)}")
+            )
+        if problems:
+            raise KeyProblems(*problems)
         return self
 
 
@@ -69,21 +134,52 @@ class DataConfig(Section):
 class TinyModelConfig(Section):
     """Shape of the locally built tiny Qwen2.5-VL (random init)."""
 
-    hidden_size: int = 64
-    intermediate_size: int = 128
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 2
-    vision_depth: int = 2
-    vision_hidden_size: int = 32
+    hidden_size: PositiveInt = 64
+    intermediate_size: PositiveInt = 128
+    num_hidden_layers: PositiveInt = 2
+    num_attention_heads: PositiveInt = 4
+    num_key_value_heads: PositiveInt = 2
+    vision_depth: PositiveInt = 2
+    vision_hidden_size: PositiveInt = 32
     vocab_size: int = Field(600, ge=300, description="Target BPE vocabulary size.")
-    min_pixels: int = 56 * 56
-    max_pixels: int = 112 * 112
+    min_pixels: PositiveInt = 56 * 56
+    max_pixels: PositiveInt = 112 * 112
+
+    @model_validator(mode="after")
+    def _shapes_agree(self) -> TinyModelConfig:
+        problems = []
+        heads, kv = self.num_attention_heads, self.num_key_value_heads
+        if self.hidden_size % heads:
+            problems.append(
+                (
+                    "hidden_size",
+                    f"{self.hidden_size} is not a multiple of num_attention_heads ({heads})",
+                )
+            )
+        elif (self.hidden_size // heads) % 2:
+            problems.append(
+                (
+                    "hidden_size",
+                    f"gives an odd head size {self.hidden_size // heads} (hidden_size / "
+                    "num_attention_heads); the rotary embedding needs an even one",
+                )
+            )
+        if heads % kv:
+            problems.append(
+                ("num_attention_heads", f"{heads} is not a multiple of num_key_value_heads ({kv})")
+            )
+        problems += _order_problems(self, "min_pixels", "max_pixels")
+        if problems:
+            raise KeyProblems(*problems)
+        return self
 
 
 class HubModelConfig(Section):
     repo_id: str
-    revision: str = Field(description="Commit sha or tag; never a moving branch.")
+    revision: str = Field(
+        pattern=COMMIT_SHA,
+        description="A full 40-character lower-case commit sha; never a branch or tag, which move.",
+    )
 
 
 class ModelConfig(Section):
@@ -97,8 +193,11 @@ class ModelConfig(Section):
     @model_validator(mode="after")
     def _hf_needs_repo(self) -> ModelConfig:
         if self.builder == "hf" and self.hf is None:
-            raise ValueError(
-                "base_model.builder is 'hf' but base_model.hf (repo_id, revision) is missing"
+            raise KeyProblems(
+                (
+                    "hf",
+                    "base_model.builder is 'hf' but base_model.hf (repo_id, revision) is missing",
+                )
             )
         return self
 
@@ -108,20 +207,39 @@ class SFTConfig(Section):
     enabled: bool = True
     finetuning_type: Literal["full", "lora"] = "full"
     freeze_vision_tower: bool = False
-    max_samples: int | None = Field(None, description="Use at most this many training records.")
-    num_train_epochs: float = 2.0
-    learning_rate: float = 1e-5
-    per_device_train_batch_size: int = 8
-    gradient_accumulation_steps: int = 1
+    max_samples: int | None = Field(
+        None, ge=1, description="Use at most this many training records."
+    )
+    num_train_epochs: PositiveFloat = 2.0
+    learning_rate: PositiveFloat = 1e-5
+    per_device_train_batch_size: PositiveInt = 8
+    gradient_accumulation_steps: PositiveInt = 1
     lr_scheduler_type: str = "cosine"
-    warmup_ratio: float = 0.0
-    cutoff_len: int = 1024
-    lora_rank: int = 8
-    image_max_pixels: int = 112 * 112
-    image_min_pixels: int = 56 * 56
+    warmup_ratio: Probability = 0.0
+    cutoff_len: PositiveInt = 1024
+    missing_reasoning: Literal["stop", "drop"] = Field(
+        "stop",
+        description="Train records without a reasoning target: stop (name them) or drop them "
+        "(their count goes to the output's vlrl_sft/dropped.json).",
+    )
+    gradient_checkpointing: bool = Field(
+        True,
+        description="Recompute activations in the backward pass (LLaMA-Factory's default): less "
+        "memory for more compute. Same weights either way; off is faster when memory is ample.",
+    )
+    lora_rank: PositiveInt = 8
+    image_max_pixels: PositiveInt = 112 * 112
+    image_min_pixels: PositiveInt = 56 * 56
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Extra LLaMA-Factory train keys, passed through as is."
     )
+
+    @model_validator(mode="after")
+    def _pixels(self) -> SFTConfig:
+        problems = _order_problems(self, "image_min_pixels", "image_max_pixels")
+        if problems:
+            raise KeyProblems(*problems)
+        return self
 
 
 # --------------------------------------------------------------------------------------- grpo
@@ -170,10 +288,10 @@ class TrustGRPOSettings(Section):
         description="Annealing temperature in exp(-step/T). None: 500 (released config default; "
         "the released fullsets.yaml sets 12000) for released, max_steps for paper.",
     )
-    query_threshold: float = 0.2
-    skip_high: float = 0.9
-    skip_low: float = 0.1
-    correct_threshold: float = 0.5
+    query_threshold: Probability = 0.2
+    skip_high: Probability = 0.9
+    skip_low: Probability = 0.1
+    correct_threshold: Probability = 0.5
     reward_model: ThinkingRewardConfig
 
 
@@ -201,8 +319,9 @@ class GRPOConfig(Section):
         description="Endpoint for the sophiavl.thinking reward when it is listed in rewards "
         "(plain weighted reward, no trust logic).",
     )
-    rewards: dict[str, float] = Field(
+    rewards: dict[str, FiniteFloat] = Field(
         default_factory=lambda: {"common.format": 0.5, "common.accuracy": 1.0},
+        min_length=1,
         description="Reward name (see vlrl.rewards.REGISTRY) → weight.",
     )
     max_samples: int | None = Field(
@@ -210,38 +329,45 @@ class GRPOConfig(Section):
     )
     tasks: list[str] | None = Field(
         None,
+        min_length=1,
         description="Train only on records whose task is one of these (None: every record). "
-        "Tasks whose reward gives the policy no usable signal can be left out.",
+        "Tasks whose reward gives the policy no usable signal can be left out. With shapes data, "
+        "each must be one of data.shapes.tasks.",
     )
-    max_steps: int = 100
-    learning_rate: float = 1e-6
-    per_device_train_batch_size: int = 8
-    gradient_accumulation_steps: int = 1
+    max_steps: PositiveInt = 100
+    learning_rate: PositiveFloat = 1e-6
+    per_device_train_batch_size: PositiveInt = 8
+    gradient_accumulation_steps: PositiveInt = 1
     num_generations: int = Field(4, ge=2)
-    max_completion_length: int = 64
-    temperature: float = 1.0
-    top_p: float = 1.0
-    beta: float = 0.0
-    epsilon: float = 0.2
-    epsilon_high: float | None = None
-    num_iterations: int = 1
+    max_completion_length: PositiveInt = 64
+    temperature: PositiveFloat = 1.0
+    top_p: TopP = 1.0
+    beta: NonNegativeFloat = 0.0
+    epsilon: PositiveFloat = 0.2
+    epsilon_high: PositiveFloat | None = None
+    num_iterations: PositiveInt = 1
     loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = "dapo"
     scale_rewards: Literal["group", "batch", "none"] = "group"
     freeze_vision: bool = False
     lora: bool = False
-    lora_rank: int = 8
-    lora_alpha: int = 16
+    lora_rank: PositiveInt = 8
+    lora_alpha: PositiveInt = 16
     gradient_checkpointing: bool = False
-    logging_steps: int = 5
+    logging_steps: PositiveInt = 5
     save_steps: int | None = Field(
         None, ge=1, description="Checkpoint every N steps (under results/<exp>/grpo_checkpoints)."
+    )
+    save_total_limit: int = Field(
+        2,
+        ge=1,
+        description="Keep only the newest N checkpoints of a run (all are removed when it ends).",
     )
     resume: bool = Field(
         True,
         description="Resume from the last checkpoint of an interrupted run of the same config.",
     )
-    image_max_pixels: int = 112 * 112
-    image_min_pixels: int = 56 * 56
+    image_max_pixels: PositiveInt = 112 * 112
+    image_min_pixels: PositiveInt = 56 * 56
     use_vllm: bool = Field(False, description="Generate rollouts with vLLM (needs vllm, a GPU).")
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
@@ -253,48 +379,97 @@ class GRPOConfig(Section):
     @model_validator(mode="after")
     def _algorithm_settings(self) -> GRPOConfig:
         visual = sorted(set(self.rewards) & SELF_REWARD_READERS)
+        problems = []
         if self.algorithm == "trust_grpo":
             if self.trust is None:
-                raise ValueError(
-                    "grpo.algorithm is trust_grpo but grpo.trust (with reward_model: base_url, "
-                    "model) is missing"
+                problems.append(
+                    (
+                        "trust",
+                        "grpo.algorithm is trust_grpo but grpo.trust (with reward_model: "
+                        "base_url, model) is missing",
+                    )
                 )
             if THINKING_REWARD in self.rewards:
-                raise ValueError(
-                    f"grpo.rewards lists {THINKING_REWARD} under trust_grpo, which adds the "
-                    "thinking reward itself; list only the outcome rewards"
+                problems.append(
+                    (
+                        "rewards",
+                        f"grpo.rewards lists {THINKING_REWARD} under trust_grpo, which adds the "
+                        "thinking reward itself; list only the outcome rewards",
+                    )
                 )
         if self.algorithm == "self_reward" and not visual:
-            raise ValueError(
-                "grpo.algorithm is self_reward but grpo.rewards has none of "
-                f"{sorted(SELF_REWARD_READERS)}, which read the second pass"
+            problems.append(
+                (
+                    "rewards",
+                    "grpo.algorithm is self_reward but grpo.rewards has none of "
+                    f"{sorted(SELF_REWARD_READERS)}, which read the second pass",
+                )
             )
         if self.algorithm != "self_reward" and visual:
-            raise ValueError(
-                f"grpo.rewards lists {visual}, which need the second pass of "
-                "grpo.algorithm: self_reward"
+            problems.append(
+                (
+                    "rewards",
+                    f"grpo.rewards lists {visual}, which need the second pass of "
+                    "grpo.algorithm: self_reward",
+                )
             )
         if THINKING_REWARD in self.rewards and self.reward_model is None:
-            raise ValueError(
-                f"grpo.rewards lists {THINKING_REWARD} but grpo.reward_model (base_url, model) "
-                "is missing"
+            problems.append(
+                (
+                    "reward_model",
+                    f"grpo.rewards lists {THINKING_REWARD} but grpo.reward_model (base_url, "
+                    "model) is missing",
+                )
             )
+        # TRL 1.16 GRPOConfig: generation_batch_size = per_device_train_batch_size x processes x
+        # steps_per_generation (= gradient_accumulation_steps) must hold whole groups of
+        # num_generations completions. The grpo stage runs one process.
+        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        if batch % self.num_generations:
+            problems.append(
+                (
+                    "per_device_train_batch_size",
+                    f"per_device_train_batch_size x gradient_accumulation_steps = {batch} "
+                    f"completions per step is not a multiple of num_generations "
+                    f"({self.num_generations}); TRL generates whole groups of num_generations",
+                )
+            )
+        problems += _order_problems(self, "image_min_pixels", "image_max_pixels")
+        if problems:
+            raise KeyProblems(*problems)
         return self
 
 
 # -------------------------------------------------------------------------------------- infer
 class InferConfig(Section):
     backend: Literal["hf", "vllm", "openai"] = "hf"
-    batch_size: int = 16
-    max_new_tokens: int = 64
-    temperature: float = 0.0
-    top_p: float = 1.0
+    batch_size: PositiveInt = 16
+    workers: int = Field(
+        1,
+        ge=1,
+        description="hf backend: processes that split the items, whole batches each, "
+        "cpu_threads threads apiece (CPU). The responses do not depend on it.",
+    )
+    max_new_tokens: PositiveInt = 64
+    temperature: NonNegativeFloat = Field(0.0, description="0: greedy decoding.")
+    top_p: TopP = 1.0
     checkpoints: list[Literal["base", "sft", "grpo"]] = Field(
         default_factory=lambda: ["base", "sft", "grpo"],
         description="Which models of the experiment to evaluate on every benchmark.",
     )
     openai_base_url: str | None = None
     openai_model: str | None = None
+
+    @model_validator(mode="after")
+    def _openai_needs_url(self) -> InferConfig:
+        if self.backend == "openai" and not self.openai_base_url:
+            raise KeyProblems(
+                (
+                    "openai_base_url",
+                    "infer.backend is 'openai' but infer.openai_base_url is not set",
+                )
+            )
+        return self
 
 
 # -------------------------------------------------------------------------------------- score
@@ -308,11 +483,11 @@ class JudgeConfig(Section):
         "fallback",
         description="fallback: judge only items the rules mark wrong; always: judge all.",
     )
-    temperature: float = 0.0
-    max_tokens: int = 16
-    timeout_s: float = 60.0
-    max_retries: int = 3
-    concurrency: int = 4
+    temperature: NonNegativeFloat = 0.0
+    max_tokens: PositiveInt = 16
+    timeout_s: PositiveFloat = 60.0
+    max_retries: NonNegativeInt = 3
+    concurrency: PositiveInt = Field(4, description="Judge calls in flight at once.")
     on_failure: Literal["error", "score_zero"] = Field(
         "error",
         description="A judge call that fails or a reply that does not parse: error (the stage "
@@ -321,10 +496,10 @@ class JudgeConfig(Section):
 
 
 class ScoreConfig(Section):
-    iou_threshold: float = 0.5
+    iou_threshold: Annotated[float, Field(gt=0, le=1)] = 0.5
     judge: JudgeConfig | None = None
-    confidence: float = 0.95
-    bootstrap_resamples: int = 2000
+    confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
+    bootstrap_resamples: PositiveInt = 2000
 
 
 # ------------------------------------------------------------------------------------- report
@@ -340,7 +515,7 @@ class ExperimentConfig(Section):
     """Everything one experiment needs. The name is the file stem, not a key."""
 
     description: str = ""
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     cpu_threads: int | None = Field(
         None,
         ge=1,
@@ -366,16 +541,43 @@ class ExperimentConfig(Section):
     score: ScoreConfig = Field(default_factory=ScoreConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
 
-    @model_validator(mode="after")
-    def _known_model(self) -> ExperimentConfig:
-        # Prompt and reward names are checked one floor up (vlrl.workflow.check), so that this
-        # module imports neither registry: config is below the code it configures.
-        if not paths.model_file(self.base_model).is_file():
-            known = sorted(p.stem for p in paths.model_file(self.base_model).parent.glob("*.yaml"))
-            raise ValueError(
-                f"base_model {self.base_model!r} has no config/models file; known: {known}"
-            )
-        return self
+    # Field validators, not model validators: each runs even when another section is invalid,
+    # so that one load reports every problem. Prompt, reward and benchmark names are checked one
+    # floor up (vlrl.workflow.check), so that this module imports no registry: config is below
+    # the code it configures.
+    @field_validator("base_model")
+    @classmethod
+    def _known_model(cls, name: str) -> str:
+        if not paths.model_file(name).is_file():
+            known = sorted(p.stem for p in paths.model_file(name).parent.glob("*.yaml"))
+            raise KeyProblems(("", f"{name!r} has no config/models file; known: {known}"))
+        return name
+
+    @field_validator("grpo")
+    @classmethod
+    def _tasks_are_generated(cls, grpo: GRPOConfig, info: ValidationInfo) -> GRPOConfig:
+        """With shapes data, every GRPO task must be one the data stage generates: a typo would
+        silently train on the other tasks only. (Hub task labels come from the converter.)"""
+        data = info.data.get("data")
+        if grpo.tasks is None or data is None or data.source != "shapes":
+            return grpo
+        problems = []
+        for task in grpo.tasks:
+            if task not in SHAPES_TASKS:
+                problems.append(
+                    ("tasks", f"{task!r} is not a shapes task; known: {list(SHAPES_TASKS)}")
+                )
+            elif task not in data.shapes.tasks:
+                problems.append(
+                    (
+                        "tasks",
+                        f"{task!r} is not in data.shapes.tasks {data.shapes.tasks}, so no "
+                        "training record has it",
+                    )
+                )
+        if problems:
+            raise KeyProblems(*problems)
+        return grpo
 
     @property
     def checkpoints(self) -> list[str]:
@@ -415,12 +617,25 @@ def parse_overrides(overrides: list[str]) -> list[tuple[str, Any]]:
     return parsed
 
 
+def apply_overrides(tree: dict[str, Any], overrides: list[str] | None) -> dict[str, Any]:
+    """``tree`` with the ``key.sub=value`` overrides set in it (in place).
+
+    >>> apply_overrides({"grpo": {"beta": 0.0}}, ["grpo.beta=0.04", "seed=1"])
+    {'grpo': {'beta': 0.04}, 'seed': 1}
+    """
+    for key, value in parse_overrides(overrides or []):
+        _set_dotted(tree, key, value)
+    return tree
+
+
 def load_experiment(name: str, overrides: list[str] | None = None) -> ExperimentConfig:
     """Load and validate ``config/experiments/<name>.yaml``.
 
     Raises:
-        ConfigError: naming the file and every offending key when the file is missing, is not a
-            mapping, has unknown keys or has values of the wrong type.
+        ConfigError: naming the file when it is missing or not YAML; a :class:`ConfigProblems`
+            with one line per problem, each naming the file and the dotted key, when it is not a
+            mapping, repeats a key, has unknown keys, values of the wrong type or out of their
+            range, or keys that disagree.
     """
     path = paths.experiment_file(name)
     if not path.is_file():
@@ -443,21 +658,108 @@ def load_model(name: str) -> ModelConfig:
     return _load_yaml_model(path, ModelConfig)
 
 
-def _load_yaml_model(path: Path, model: type[BaseModel], overrides: list[str] | None = None) -> Any:
+def parse_yaml(path: Path) -> tuple[Any, list[str]]:
+    """The YAML file ``path`` parsed, and one problem line per key repeated in one mapping (the
+    tree keeps its last value, as PyYAML does), naming the file, the dotted key and both lines.
+
+    Raises:
+        ConfigError: the file is missing or not YAML.
+    """
     try:
-        tree = yaml.safe_load(path.read_text()) or {}
+        loader = yaml.SafeLoader(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, []
+        repeated = [
+            f"{path}: {key}: duplicate key (lines {first} and {again}); YAML would keep only "
+            "the last value"
+            for key, first, again in _repeated_keys(node, (), set())
+        ]
+        return loader.construct_document(node), repeated
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path: Path) -> Any:
+    """The YAML file ``path`` parsed; a repeated key is an error (PyYAML would keep the last
+    value silently).
+
+    Raises:
+        ConfigError: the file is missing or not YAML; a :class:`ConfigProblems` naming the file,
+            the dotted key and both lines of each repeated key.
+    """
+    tree, repeated = parse_yaml(path)
+    if repeated:
+        raise ConfigProblems(repeated)
+    return tree
+
+
+def _repeated_keys(
+    node: yaml.Node, where: tuple[str, ...], seen: set[int]
+) -> list[tuple[str, int, int]]:
+    """``(dotted key, first line, repeated line)`` of every key ``node`` holds twice in a
+    mapping, at any depth (lines count from 1)."""
+    if id(node) in seen:  # an alias: its node was checked where it was anchored
+        return []
+    seen.add(id(node))
+    found = []
+    if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+            line = key_node.start_mark.line + 1
+            if key is not None and key in first:
+                found.append((".".join((*where, key)), first[key], line))
+            elif key is not None:
+                first[key] = line
+            found += _repeated_keys(value_node, (*where, key or "?"), seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            found += _repeated_keys(item, (*where, str(index)), seen)
+    return found
+
+
+def validation_problems(exc: ValidationError, source: Path | str) -> list[str]:
+    """One ``<source>: <dotted key>: <what is wrong>`` line per error of ``exc``.
+
+    >>> try:
+    ...     InferConfig.model_validate({"batch_size": -1, "top_p": 1.5})
+    ... except ValidationError as exc:
+    ...     print("\\n".join(validation_problems(exc, "e.yaml")))
+    e.yaml: batch_size: Input should be greater than 0 (got -1)
+    e.yaml: top_p: Input should be less than or equal to 1 (got 1.5)
+    """
+    lines = []
+    for err in exc.errors():
+        where = [str(p) for p in err["loc"]]
+        cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, KeyProblems):
+            lines += [
+                f"{source}: {'.'.join(p for p in (*where, key) if p) or '<top>'}: {why}"
+                for key, why in cause.problems
+            ]
+            continue
+        got = f" (got {err['input']!r})" if err["type"] != "missing" and "input" in err else ""
+        lines.append(f"{source}: {'.'.join(where) or '<top>'}: {err['msg']}{got}")
+    return lines
+
+
+def _load_yaml_model(path: Path, model: type[BaseModel], overrides: list[str] | None = None) -> Any:
+    tree, problems = parse_yaml(path)
+    tree = {} if tree is None else tree
     if not isinstance(tree, dict):
-        raise ConfigError(f"{path}: top level must be a mapping, got {type(tree).__name__}")
-    for key, value in parse_overrides(overrides or []):
-        _set_dotted(tree, key, value)
+        problems.append(f"{path}: <top>: must be a mapping, got {type(tree).__name__}")
+        raise ConfigProblems(problems)
+    apply_overrides(tree, overrides)
     try:
-        return model.model_validate(tree)
+        cfg = model.model_validate(tree)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}"
-            + (f" (got {err['input']!r})" if err["type"] != "missing" and "input" in err else "")
-            for err in exc.errors()
-        )
-        raise ConfigError(f"{path}: {problems}") from None
+        problems += validation_problems(exc, path)
+    if problems:
+        raise ConfigProblems(problems)
+    return cfg

@@ -86,16 +86,19 @@ def _pair(value: Any) -> list[float] | None:
     return [float(v) for v in (value[0] if isinstance(value[0], list | tuple) else value)]
 
 
-def input_to_original_scale(row: int, columns: dict[str, Any]) -> tuple[float, float]:
-    """(x, y) factors from the model-input frame to the original image (§1.1 item 3).
+Size = tuple[float, float]
+
+
+def input_and_original_size(row: int, columns: dict[str, Any]) -> tuple[Size, Size] | None:
+    """``((width, height) of the model-input frame, (width, height) of the original image)``
+    of ``row`` (§1.1 item 3); None unless both are known.
 
     Input frame: ``image_grid_thw[row]`` (``[t, h, w]`` patches of 14 px) or else
     ``input_size[row]`` (``[width, height]``). Original: ``image_sizes[row]`` (first ``[width,
-    height]``) or else the size of ``images[row][0]`` (a PIL image or a path). (1, 1) unless
-    both are known.
+    height]``) or else the size of ``images[row][0]`` (a PIL image or a path).
 
-    >>> input_to_original_scale(0, {"image_grid_thw": [[1, 8, 10]], "image_sizes": [[[70, 56]]]})
-    (0.5, 0.5)
+    >>> input_and_original_size(0, {"image_grid_thw": [[1, 8, 10]], "image_sizes": [[[70, 56]]]})
+    ((140.0, 112.0), (70.0, 56.0))
     """
     frame = original = None
     if columns.get("image_grid_thw") is not None:
@@ -112,20 +115,34 @@ def input_to_original_scale(row: int, columns: dict[str, Any]) -> tuple[float, f
 
             with Image.open(image) as opened:
                 image = opened
-        original = list(image.size)
+        original = [float(v) for v in image.size]
     if not frame or not original:
-        return 1.0, 1.0
-    return original[0] / frame[0], original[1] / frame[1]
+        return None
+    return (frame[0], frame[1]), (original[0], original[1])
 
 
-def rec_iou(text: str, gt: list[float], scale: tuple[float, float]) -> float:
-    """IoU of the first integer box in the *first* ``<answer>`` of ``text``, scaled by
-    ``scale``, with ``gt``; any failure (no answer, no integer box, empty union) gives 0."""
+def rec_iou(text: str, gt: list[float], sizes: tuple[Size, Size] | None) -> float:
+    """IoU of the first integer box in the *first* ``<answer>`` of ``text`` with ``gt``; any
+    failure (no answer, no integer box, empty union, overflow) gives 0.
+
+    With ``sizes`` (:func:`input_and_original_size`) the box is first rescaled from the input
+    frame to the original image in the order of the released ``qwen_module.py``
+    (``Qwen2VLModule.iou_reward.resize_bbox``): ``x / input_width * image_width``, divide first,
+    so the floats, and an IoU at a threshold, match it bit for bit.
+
+    >>> rec_iou("<answer>[10, 10, 50, 30]</answer>", [20, 20, 100, 60], ((140, 112), (280, 224)))
+    1.0
+    >>> 1 / 28 * 50, 1 * (50 / 28)  # the order changes the last bit
+    (1.7857142857142856, 1.7857142857142858)
+    """
     try:
         found = _REC_BOX.search(ANSWER.search(text).group(1).strip())
-        x1, y1, x2, y2 = (int(v) for v in found.groups())
-        sx, sy = scale
-        return iou([x1 * sx, y1 * sy, x2 * sx, y2 * sy], gt)
+        box: list[Any] = [int(v) for v in found.groups()]
+        if sizes is not None:
+            (in_w, in_h), (img_w, img_h) = sizes
+            box = [box[0] / in_w * img_w, box[1] / in_h * img_h,
+                   box[2] / in_w * img_w, box[3] / in_h * img_h]  # fmt: skip
+        return iou(box, gt)
     except Exception:  # §1.1: the released code scores any exception as 0
         return 0.0
 
@@ -137,13 +154,22 @@ def _as_list(data: Any) -> list:
 
 def pred_boxes(text: str, block: int) -> list:
     """The predicted box list in ``text``'s ``block``-th (0 first, -1 last) ```` ```json ````
-    fence; ``[]`` when there is none or it does not parse as a JSON iterable."""
+    fence; ``[]`` when there is none or it does not parse as a JSON iterable.
+
+    Any parse failure gives ``[]``, as the bare ``except:`` around ``json.loads`` in the released
+    ``grpo_jsonl.py`` (``map_reward``, ``detection_score``) does: besides malformed JSON, that
+    includes RecursionError (nesting deeper than the recursion limit, ``[[[[…``) and ValueError
+    (integers of over 4300 digits).
+
+    >>> pred_boxes("```json " + "[" * 10000 + "```", 0)
+    []
+    """
     blocks = _JSON_FENCE.findall(text)
     if not blocks:
         return []
     try:
         return _as_list(json.loads(blocks[block].strip()))
-    except (ValueError, TypeError):
+    except Exception:  # the released bare ``except:``
         return []
 
 
@@ -166,6 +192,13 @@ def gt_boxes(text: str, block: int) -> list:
         return _as_list(json.loads(blocks[block].strip()))
     except (ValueError, TypeError) as exc:
         raise GroundTruthError(f"ground-truth ```json block is not a JSON list: {exc}") from None
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond float range
+        return False
 
 
 def _xywh(box: list) -> tuple[list, Any]:
@@ -201,16 +234,23 @@ def _coco_stats(pred_key: str, gt_key: str) -> tuple[float, float]:
         raise GroundTruthError(f"ground-truth box {exc!r} lacks bbox_2d/label") from None
     detections = []
     for pred in preds:
-        try:  # labels not among the ground truth's, and malformed items, are silently dropped
+        # Labels not among the ground truth's, and malformed items, are silently dropped: the
+        # released ``calculate_map`` wraps building each detection in ``try: … except: pass``.
+        try:
+            category = cat_ids[pred["label"]]
             bbox, area = _xywh(pred["bbox_2d"])
-            if not all(math.isfinite(v) for v in bbox):  # deviation: NaN/Infinity are dropped
-                continue
-            detections.append(
-                {"image_id": 0, "category_id": cat_ids[pred["label"]], "bbox": bbox,
-                 "score": 1.0, "area": area}
-            )  # fmt: skip
-        except (KeyError, IndexError, TypeError):
+        except Exception:
             continue
+        # Deviation: a box with a coordinate that is not a finite float is dropped too. Released,
+        # a NaN box matches any ground-truth box of its label (IoU NaN is never below the
+        # threshold) and an integer beyond float range makes pycocotools raise OverflowError;
+        # an infinite box has IoU 0 and an area outside [0, 1e10], so pycocotools ignores it
+        # (the same as dropping it) unless its area is NaN (inf * 0), when it matches too.
+        if not all(_finite(v) for v in bbox):
+            continue
+        detections.append(
+            {"image_id": 0, "category_id": category, "bbox": bbox, "score": 1.0, "area": area}
+        )
     if not detections:
         return 0.0, 0.0
     with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress
@@ -347,8 +387,14 @@ def repetition_score(content: str) -> float:
     of the items having both keys (no such item → 0); otherwise 6-grams over the lower-cased
     words of the whole text (fewer than 6 words → 0). Deviation: the released code tries
     ``json_repair`` on a block that is not valid JSON; that package is not installed, so such a
-    block falls through to the word n-grams (as when the repair fails). Non-dict items (a crash
-    in the released code when they are strings naming both keys) are skipped.
+    block falls through to the word n-grams (as when the repair fails).
+
+    Deviations where the released ``grpo_jsonl.py::repetition_reward`` raises (it catches only
+    ``json.JSONDecodeError`` around ``json.loads`` and ``KeyError`` around the items): a block
+    nested deeper than the recursion limit (RecursionError) or holding an integer of over 4300
+    digits (ValueError) falls through to the word n-grams, like an unparsable block; non-dict
+    items (numbers, ``null``, and strings or lists naming both keys, a TypeError there) are
+    skipped.
 
     >>> repetition_score("no no no no no no no"), repetition_score("a b c d e f g")
     (-0.5, 0.0)
@@ -366,7 +412,7 @@ def repetition_score(content: str) -> float:
             block = found.group(0) if found else None
     data = None
     if block:
-        with contextlib.suppress(ValueError):
+        with contextlib.suppress(ValueError, RecursionError):
             data = json.loads(block)
     if data and isinstance(data, list):
         items = [

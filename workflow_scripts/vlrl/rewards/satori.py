@@ -83,19 +83,23 @@ def parse_boxes(text: str) -> list[list[float]] | None:
     """Boxes from the first ``<bbox>`` block as §B1 parses them; None when it scores 0.
 
     ``ast.literal_eval``; a flat ``[x1, y1, x2, y2]`` is wrapped; every box must be a list of 4
-    numbers.
+    numbers. Deviation: the released ``plugin.py::BoundingBoxAccuracy`` catches only SyntaxError
+    and ValueError, so it raises where ``literal_eval`` runs out of depth (MemoryError for
+    ``------1``, RecursionError for a long ``1+1+…+1``); here that also scores 0.
 
     >>> parse_boxes("<bbox>[[1, 2, 3, 4], [5, 6, 7, 8]]</bbox>")
     [[1, 2, 3, 4], [5, 6, 7, 8]]
     >>> parse_boxes("<bbox>[1,2,3,4]</bbox>"), parse_boxes("<bbox>[[1,2,3]]</bbox>")
     ([[1, 2, 3, 4]], None)
+    >>> parse_boxes("<bbox>" + "-" * 10000 + "1</bbox>") is None
+    True
     """
     match = _BBOX.search(text)
     if not match:
         return None
     try:
         boxes = ast.literal_eval(match.group(1))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     if isinstance(boxes, list) and all(not isinstance(x, list) for x in boxes):
         boxes = [boxes]
@@ -179,18 +183,29 @@ class BBoxIoUReward:
     def score(self, text: str, gold: list[list[float]], width: int, height: int) -> float:
         """One completion's score.
 
+        Deviation: an integer coordinate beyond float range makes the released code raise
+        OverflowError (in ``resize_bboxes``); here it scores 0.
+
         >>> reward = BBoxIoUReward()  # 640x480 is fed to the model as 644x476
         >>> round(reward.score("<bbox>[[0, 0, 644, 476]]</bbox>", [[0, 0, 640, 480]], 640, 480), 6)
         1.0
+        >>> reward.score(f"<bbox>[[0, 0, {10**400}, 10]]</bbox>", [[0, 0, 640, 480]], 640, 480)
+        0.0
         """
         pred = parse_boxes(text)
         if pred is None:
             return 0.0
+        scale = None
         if self.prediction_frame == "input":
             in_h, in_w = smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)
-            sx, sy = width / in_w, height / in_h
-            pred = [[x1 * sx, y1 * sy, x2 * sx, y2 * sy] for x1, y1, x2, y2 in pred]
-        return float(union_iou(pred, gold))
+            scale = width / in_w, height / in_h
+        try:
+            if scale is not None:
+                sx, sy = scale
+                pred = [[x1 * sx, y1 * sy, x2 * sx, y2 * sy] for x1, y1, x2, y2 in pred]
+            return float(union_iou(pred, gold))
+        except OverflowError:  # an integer coordinate beyond float range
+            return 0.0
 
     def __call__(
         self,

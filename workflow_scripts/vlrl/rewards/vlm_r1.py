@@ -33,7 +33,7 @@ from vlrl.rewards._detection import (
     ANSWER,
     GroundTruthError,
     clean_text,
-    input_to_original_scale,
+    input_and_original_size,
     od_map_score,
     rec_ground_truth,
     rec_iou,
@@ -99,7 +99,7 @@ def _rec_ious(name: str, completions: list[Any], kwargs: dict[str, Any]) -> list
             gt = rec_ground_truth(row, answer, boxes)
         except ValueError as exc:
             raise _row_error(name, row, exc) from None
-        rewards.append(rec_iou(text, gt, input_to_original_scale(row, kwargs)))
+        rewards.append(rec_iou(text, gt, input_and_original_size(row, kwargs)))
     return rewards
 
 
@@ -110,11 +110,13 @@ def rec_iou_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     ``<answer>``. Ground truth: column ``boxes`` (first box, xyxy original pixels) when the row
     has one, else column ``answer`` as a JSON box (``[x1, y1, x2, y2]`` or ``{"bbox_2d": ...}``).
     Post-resize (commit ``00755a2``): the predicted box is scaled from the model-input frame to
-    the original image. The input frame is the ``image_grid_thw`` kwarg row (``[t, h, w]`` ×14;
-    the VLM-R1 trainer passes it, TRL 1.16 does not) or else column ``input_size``
-    (``[width, height]``); the original size is column ``image_sizes`` (first ``[width,
-    height]``) or else the first PIL image of column ``images``. Without both, no rescaling (the
-    pre-``00755a2`` behaviour). IoU: :func:`vlrl.rewards._detection.iou` (±1 px extents).
+    the original image as ``resize_bbox`` does it, ``x / input_width * image_width`` (divide
+    first: :func:`vlrl.rewards._detection.rec_iou`). The input frame is the ``image_grid_thw``
+    kwarg row (``[t, h, w]`` ×14; the VLM-R1 trainer passes it, TRL 1.16 does not) or else
+    column ``input_size`` (``[width, height]``); the original size is column ``image_sizes``
+    (first ``[width, height]``) or else the first PIL image of column ``images``. Without both,
+    no rescaling (the pre-``00755a2`` behaviour). IoU: :func:`vlrl.rewards._detection.iou` (±1
+    px extents).
 
     >>> rec_iou_reward(["<answer>{'bbox_2d': [0, 0, 10, 10]}</answer>",
     ...                 "<answer>[0.0, 0.0, 10.0, 10.0]</answer>"], boxes=[[[0, 0, 10, 10]]] * 2)
@@ -202,14 +204,18 @@ def math_verify_equal(pred: str, gold: str) -> bool:
 
 
 def extract_choice(text: str) -> str | None:
-    """VLM-R1's ``extract_choice`` heuristic: capital letters not preceded by a capital and
-    followed by ``.,?!:;`` or the end; with several, the best scored (keywords such as ANSWER
+    """VLM-R1's ``extract_choice`` heuristic (``grpo_jsonl.py::extract_choice``): the text is
+    upper-cased first, so ``b.`` counts as ``B``; then capital letters not preceded by a capital
+    and followed by ``.,?!:;`` or the end; with several, the best scored (keywords such as ANSWER
     within 20 characters +1 each, in the last 30% +2, followed by ``。.!！,，`` +1; every
     occurrence in the candidate list scores its letter's first position again).
 
     >>> extract_choice("B"), extract_choice("I think A. The answer is C."), extract_choice("red")
     ('B', 'C', None)
+    >>> extract_choice("the answer is b."), extract_choice("a")  # upper-cased first, as released
+    ('B', 'A')
     """
+    text = text.upper()  # released: ``text = text.upper()  # Convert to uppercase``
     text = re.sub(r"\s+", " ", text)
     choices = re.findall(r"(?<![A-Z])([A-Z])(?=[\.\,\?\!\:\;]|$)", text)
     if len(choices) <= 1:

@@ -5,15 +5,16 @@ Outputs (written to a temporary directory, renamed into place only when everythi
 - ``train.jsonl``, ``val.jsonl``, ``test.jsonl``: one :class:`~vlrl.records.Record` per line,
   image paths relative to the directory;
 - ``images/<split>/*.png``;
-- ``report.json`` and ``report.md``: records per split and task, rows rejected and why.
+- ``report.json`` and ``report.md``: records per split and task, candidates rejected and why.
 
-Every record is checked (:func:`vlrl.records.check_record`: images open, boxes lie inside them)
-before it is written; an invalid row is left out and named in the report.
+Every row of every split is checked before anything is published (:mod:`vlrl.data.validate`:
+schema, non-empty answer, images that decode, boxes inside them, option letters). One bad row
+stops the stage with one error that lists every bad row (``file:line``, id, what is wrong), and
+the output directory is left as it was.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import Counter
@@ -23,9 +24,10 @@ from typing import Any
 from vlrl import paths
 from vlrl.config import ExperimentConfig
 from vlrl.data import shapes
+from vlrl.data.validate import Checked, check_rows, listing, rows_of_file, rows_of_records
 from vlrl.errors import DataError, StageError
 from vlrl.files import atomic_dir, write_json, write_jsonl
-from vlrl.records import Record, check_record, parse_record
+from vlrl.records import Record
 
 log = logging.getLogger(__name__)
 
@@ -35,58 +37,44 @@ READS = ("seed", "data")
 SPLITS = ("train", "val", "test")
 # Generation order: the held-out split first, so that train excludes its questions.
 GENERATION_ORDER = ("test", "val", "train")
-MAX_LISTED_INVALID = 20
 
 
 def load_records(path: Path) -> list[Record]:
     """Read and validate a canonical JSONL file; image paths are relative to its directory.
 
     Raises:
-        DataError: naming ``file:line`` for the first row that is not JSON, not a valid record,
-            or whose image is missing or unreadable or whose box lies outside its image.
+        DataError: listing every bad row (``file:line``, id, what is wrong; see
+            :mod:`vlrl.data.validate`) when any row is bad.
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: no such records file")
-    records = []
-    with path.open() as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: not valid JSON: {exc.msg}") from None
-            if not isinstance(raw, dict):
-                raise DataError(
-                    f"{where}: a record must be a JSON object, got {type(raw).__name__}"
-                )
-            records.append(parse_record(raw, path.parent, where))
-    return records
+    checked = check_rows(rows_of_file(path), path.parent)
+    if checked.problems:
+        raise DataError(checked.summary(str(path)))
+    return checked.records
 
 
-def validate(records: list[Record], base_dir: Path, split: str) -> tuple[list[Record], list[str]]:
-    """Check every record against the files under ``base_dir``; return (valid, problems)."""
-    valid, problems = [], []
-    for record in records:
-        try:
-            valid.append(check_record(record, base_dir, f"{split}/{record.id}"))
-        except DataError as exc:
-            problems.append(str(exc))
-    return valid, problems
+def _invalid_data_error(exp: str, checked: dict[str, Checked]) -> StageError:
+    """One error naming every bad row of every split."""
+    bad = {split: c for split, c in checked.items() if c.problems}
+    counts = ", ".join(f"{split} {len(c.problems)} of {c.rows}" for split, c in bad.items())
+    problems = [p for c in bad.values() for p in c.problems]
+    title = (
+        f"data {exp}: {len(problems)} invalid rows ({counts}); "
+        f"nothing was written to {paths.data_dir(exp)}:"
+    )
+    return StageError("\n".join([title, *listing(problems)]))
 
 
-def _split_report(records: list[Record], stats: shapes.SplitStats, invalid: list[str]) -> dict:
-    rejected = dict(sorted(stats.rejected.items()))
-    if invalid:
-        rejected["invalid"] = len(invalid)
+def _split_report(records: list[Record], stats: shapes.SplitStats) -> dict:
     return {
         "records": len(records),
         "tasks": dict(sorted(Counter(r.task or "" for r in records).items())),
         "problem_types": dict(sorted(Counter(r.problem_type for r in records).items())),
-        "rejected": rejected,
-        "invalid_examples": invalid[:MAX_LISTED_INVALID],
+        "rejected": dict(sorted(stats.rejected.items())),
+        # Kept for the report's schema: an invalid row now stops the stage instead.
+        "invalid_examples": [],
         "resampled_scenes": dict(sorted(stats.resampled.items())),
     }
 
@@ -116,9 +104,6 @@ def render_markdown(report: dict[str, Any]) -> str:
             lines.append(
                 f"| {name} | " + " | ".join(str(s["rejected"].get(r, 0)) for r in reasons) + " |"
             )
-    for name, s in splits.items():
-        for problem in s["invalid_examples"]:
-            lines.append(f"- {name}: {problem}")
     lines += [
         "",
         "Duplicates are candidates whose scene and question already occurred (in an earlier",
@@ -133,6 +118,7 @@ def _run_shapes(exp: str, cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
     sizes = {"train": shapes_cfg.n_train, "val": shapes_cfg.n_val, "test": shapes_cfg.n_test}
     seen: set[str] = set()
     split_reports: dict[str, dict] = {}
+    checked: dict[str, Checked] = {}
     for split in GENERATION_ORDER:
         started = time.perf_counter()
         stats = shapes.SplitStats()
@@ -140,18 +126,23 @@ def _run_shapes(exp: str, cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
             shapes_cfg, split, sizes[split], cfg.seed, out, exclude=seen, stats=stats
         )
         seen |= stats.keys
-        valid, invalid = validate(records, out, split)
-        for problem in invalid:
-            log.warning("rejected: %s", problem)
+        # Rows named by the line they take in the published file, images by their published place.
+        final = paths.data_dir(exp)
+        rows = rows_of_records(records, final / f"{split}.jsonl")
+        checked[split] = check_rows(rows, out, shown_dir=final)
+        valid = checked[split].records
         write_jsonl(out / f"{split}.jsonl", (r.model_dump() for r in valid))
-        split_reports[split] = _split_report(valid, stats, invalid)
+        split_reports[split] = _split_report(valid, stats)
         log.info(
-            "%s: %d records in %.1fs (rejected: %s)",
+            "%s: %d records in %.1fs (%d invalid; rejected candidates: %s)",
             split,
             len(valid),
             time.perf_counter() - started,
+            len(checked[split].problems),
             split_reports[split]["rejected"] or "none",
         )
+    if any(c.problems for c in checked.values()):
+        raise _invalid_data_error(exp, checked)
     return {
         "experiment": exp,
         "source": "shapes",

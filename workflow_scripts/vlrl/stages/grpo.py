@@ -140,6 +140,7 @@ def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int):
         logging_steps=cfg.logging_steps,
         save_strategy="steps" if cfg.save_steps else "no",
         save_steps=cfg.save_steps or 500,
+        save_total_limit=cfg.save_total_limit,
         report_to="none",
         bf16=gpu,
         use_cpu=not gpu,

@@ -6,20 +6,28 @@ response kept for the judge), atomically.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import math
+import multiprocessing
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 from tqdm import tqdm
 
 from vlrl import paths
 from vlrl.benchmarks import load_benchmark, load_items
-from vlrl.config import ExperimentConfig
+from vlrl.config import ExperimentConfig, InferConfig
 from vlrl.data.convert import to_conversation
 from vlrl.errors import StageError
-from vlrl.files import write_jsonl
+from vlrl.files import atomic_file, write_jsonl
 from vlrl.generation import make_generator
 from vlrl.prompts import get_prompt
+from vlrl.threads import pin_cpu_threads
 
 log = logging.getLogger(__name__)
 
@@ -50,46 +58,199 @@ def checkpoint_dir(exp: str, cfg: ExperimentConfig, checkpoint: str) -> Path:
 
 
 def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
-    """Generate one response per benchmark item with the configured backend."""
+    """Generate one response per benchmark item with the configured backend.
+
+    Each finished batch is saved at once under ``<predictions file>.partial/``; a rerun after a
+    kill resumes from the saved batches when the model, the items and the generation settings
+    are the same (else it starts over). The predictions file is written when every batch is done.
+    """
     model_dir = checkpoint_dir(exp, cfg, checkpoint)
     if not (model_dir / "config.json").is_file():
         raise StageError(f"infer: model {model_dir} is missing; run the stage that builds it first")
     bench_cfg = load_benchmark(bench)
     fmt = get_prompt(bench_cfg.prompt or cfg.prompt)
     items, base_dir = load_items(exp, bench)
-    generator = make_generator(cfg.infer, str(model_dir), cfg.seed)
+    infer_cfg = cfg.infer.model_copy()
+    conversations = [to_conversation(r, fmt) for r in items]
+    images = [[str(base_dir / p) for p in r.images] for r in items]
+    out = paths.predictions_file(exp, checkpoint, bench)
+    partial = Partial(
+        out.with_name(out.name + PARTIAL),
+        fingerprint(model_dir, infer_cfg, cfg.seed, [r.id for r in items], conversations),
+    )
+    done = partial.open()
+    shards = batch_shards(len(items), infer_cfg.batch_size, workers(infer_cfg))
     log.info(
-        "infer: %s/%s on %s: %d items, backend %s",
+        "infer: %s/%s on %s: %d items, backend %s, %d process(es)%s",
         exp,
         checkpoint,
         bench,
         len(items),
-        cfg.infer.backend,
+        infer_cfg.backend,
+        len(shards),
+        f", resuming with {len(done)} batches done" if done else "",
     )
+    jobs = [
+        (
+            Shard(str(model_dir), infer_cfg, cfg.seed, cfg.cpu_threads, f"{checkpoint}/{bench}", i),
+            conversations,
+            images,
+            [b for b in range(a, stop, infer_cfg.batch_size) if b not in done],
+            partial,
+        )
+        for i, (a, stop) in enumerate(shards)
+    ]
+    if len(jobs) == 1:
+        generate_shard(*jobs[0])
+    else:
+        # spawn, not fork: the parent may hold torch's thread pool; the children inherit the
+        # pinned kernel and thread variables through the environment. Leaving the block
+        # (also on an error or SIGTERM) terminates the workers.
+        with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
+            pool.starmap(generate_shard, jobs)
+    responses = partial.responses(len(items), infer_cfg.batch_size)
 
     rows = []
-    size = cfg.infer.batch_size
-    for start in tqdm(range(0, len(items), size), desc=f"infer {checkpoint}/{bench}", unit="batch"):
-        batch = items[start : start + size]
-        conversations = [to_conversation(r, fmt) for r in batch]
-        images = [[Image.open(base_dir / p).convert("RGB") for p in r.images] for r in batch]
-        responses = generator.generate(conversations, images)
-        for record, conversation, response in zip(batch, conversations, responses, strict=True):
-            rows.append(
-                {
-                    "id": record.id,
-                    "task": record.task or record.problem_type,
-                    "problem_type": record.problem_type,
-                    "problem": record.problem,
-                    "answer": record.answer,
-                    "options": record.options,
-                    "boxes": record.boxes,
-                    "images": record.images,
-                    "prompt": conversation[-1]["content"][-1]["text"],
-                    "response": response,
-                    "model": str(model_dir),
-                    "checkpoint": checkpoint,
-                }
+    for record, conversation, response in zip(items, conversations, responses, strict=True):
+        rows.append(
+            {
+                "id": record.id,
+                "task": record.task or record.problem_type,
+                "problem_type": record.problem_type,
+                "problem": record.problem,
+                "answer": record.answer,
+                "options": record.options,
+                "boxes": record.boxes,
+                "images": record.images,
+                "prompt": conversation[-1]["content"][-1]["text"],
+                "response": response,
+                "model": str(model_dir),
+                "checkpoint": checkpoint,
+            }
+        )
+    write_jsonl(out, rows)
+    partial.remove()
+    log.info("infer: wrote %s", out)
+
+
+PARTIAL = ".partial"
+"""Suffix of the directory holding the finished batches of an unfinished run."""
+
+
+def fingerprint(
+    model_dir: Path, cfg: InferConfig, seed: int, ids: list[str], conversations: list
+) -> str:
+    """What saved batches must match to be reused: the model's files (names, sizes, modification
+    times), the generation settings, the seed and the items with their prompts."""
+    files = sorted(
+        (str(f.relative_to(model_dir)), f.stat().st_size, f.stat().st_mtime_ns)
+        for f in model_dir.rglob("*")
+        if f.is_file()
+    )
+    settings = cfg.model_dump(mode="json", exclude={"workers"})  # workers: same responses
+    payload = [files, settings, seed, ids, conversations]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Partial:
+    """The saved batches of one predictions file: ``batch-<first item>.json`` each, beside a
+    ``fingerprint`` file naming the run they belong to."""
+
+    root: Path
+    key: str
+
+    def open(self) -> set[int]:
+        """Prepare the directory; return the first-item indices of the batches already saved."""
+        stamp = self.root / "fingerprint"
+        if self.root.is_dir() and (not stamp.is_file() or stamp.read_text() != self.key):
+            log.info(
+                "infer: %s is from another run (model or settings changed): discarded", self.root
             )
-    write_jsonl(paths.predictions_file(exp, checkpoint, bench), rows)
-    log.info("infer: wrote %s", paths.predictions_file(exp, checkpoint, bench))
+            shutil.rmtree(self.root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not stamp.is_file():
+            stamp.write_text(self.key)
+        return {int(f.stem.removeprefix("batch-")) for f in self.root.glob("batch-*.json")}
+
+    def save(self, start: int, responses: list[str]) -> None:
+        with atomic_file(self.root / f"batch-{start:08d}.json") as fh:
+            json.dump(responses, fh, ensure_ascii=False)
+
+    def responses(self, n_items: int, batch_size: int) -> list[str]:
+        """Every item's response, in item order (all batches must be saved)."""
+        out: list[str] = []
+        for start in range(0, n_items, batch_size):
+            batch = json.loads((self.root / f"batch-{start:08d}.json").read_text())
+            if len(batch) != min(batch_size, n_items - start):
+                raise StageError(f"infer: saved batch {start} in {self.root} has {len(batch)} rows")
+            out.extend(batch)
+        return out
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def workers(cfg: InferConfig) -> int:
+    """Processes to generate with: ``cfg.workers`` for the local ``hf`` backend, else one (vLLM
+    and servers batch for themselves)."""
+    return cfg.workers if cfg.backend == "hf" else 1
+
+
+def batch_shards(n_items: int, batch_size: int, n_workers: int) -> list[tuple[int, int]]:
+    """Contiguous ``[start, end)`` item ranges, one per worker, each a whole number of batches.
+
+    Every batch is then the same as with one process (same items, same padding), so the
+    responses do not depend on the worker count. Never more shards than batches.
+
+    >>> batch_shards(10, 3, 2)
+    [(0, 6), (6, 10)]
+    >>> batch_shards(10, 16, 4)
+    [(0, 10)]
+    >>> batch_shards(0, 8, 2)
+    [(0, 0)]
+    """
+    n_batches = max(1, math.ceil(n_items / batch_size))
+    n_workers = min(n_workers, n_batches)
+    per_worker, extra = divmod(n_batches, n_workers)
+    shards, start = [], 0
+    for i in range(n_workers):
+        end = min(n_items, start + (per_worker + (i < extra)) * batch_size)
+        shards.append((start, end))
+        start = end
+    return shards
+
+
+@dataclass(frozen=True)
+class Shard:
+    """What a generating process needs besides its items (picklable, for spawned workers)."""
+
+    model_dir: str
+    cfg: InferConfig
+    seed: int
+    cpu_threads: int | None
+    desc: str
+    position: int
+
+
+def generate_shard(
+    shard: Shard,
+    conversations: list[list[dict[str, Any]]],
+    image_paths: list[list[str]],
+    starts: list[int],
+    partial: Partial,
+) -> None:
+    """Generate the batches beginning at ``starts`` (item indices) and save each as it finishes
+    (one process; the model is loaded only if there is a batch to do)."""
+    if not starts:
+        return
+    pin_cpu_threads(shard.cpu_threads)
+    generator = make_generator(shard.cfg, shard.model_dir, shard.seed)
+    size = shard.cfg.batch_size
+    desc = f"infer {shard.desc}" + (f" [{shard.position}]" if shard.position else "")
+    for start in tqdm(starts, desc=desc, unit="batch", position=shard.position):
+        images = [
+            [Image.open(p).convert("RGB") for p in paths_]
+            for paths_ in image_paths[start : start + size]
+        ]
+        partial.save(start, generator.generate(conversations[start : start + size], images))

@@ -108,6 +108,7 @@ def train_args(
         "media_dir": str(media_dir or data_dir),
         "template": TEMPLATE,
         "cutoff_len": cfg.cutoff_len,
+        "disable_gradient_checkpointing": not cfg.gradient_checkpointing,
         "overwrite_cache": True,
         "preprocessing_num_workers": 1,
         "dataloader_num_workers": 0,
@@ -162,9 +163,22 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     with atomic_dir(final) as out:
         work = out / WORK
         work.mkdir()
-        rows = [to_sharegpt(r, fmt) for r in records if r.reasoning is not None]
+        missing = [r.id for r in records if not r.reasoning]
+        if missing and cfg.sft.missing_reasoning == "stop":
+            shown = ", ".join(missing[:20]) + (
+                f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+            )
+            raise StageError(
+                f"sft: {len(missing)} of {len(records)} records in {data_dir / 'train.jsonl'} "
+                f"have no reasoning target: {shown}. Fill them in, or set "
+                "sft.missing_reasoning: drop"
+            )
+        rows = [to_sharegpt(r, fmt) for r in records if r.reasoning]
         if not rows:
             raise StageError(f"sft: no record in {data_dir / 'train.jsonl'} has a reasoning target")
+        if missing:
+            log.warning("sft: dropped %d records without a reasoning target", len(missing))
+            _write_json(work / "dropped.json", {"missing_reasoning": len(missing), "ids": missing})
         (work / f"{DATASET_NAME}.json").write_text(json.dumps(rows, ensure_ascii=False))
         info = {DATASET_NAME: {"file_name": f"{DATASET_NAME}.json", **SHAREGPT_DATASET_INFO}}
         (work / "dataset_info.json").write_text(json.dumps(info, indent=2))

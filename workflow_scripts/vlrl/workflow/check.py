@@ -1,6 +1,8 @@
 """``vlrl check``: validate params.yaml and every experiment, model and benchmark file at once.
 
-Every problem is collected before raising, so one run lists them all, each with its file and key.
+Every problem is collected before raising, so one run lists them all, one line each naming its
+file and dotted key: the schema's (unknown keys, wrong types, values out of range, keys that
+disagree, repeated keys) and names that refer to nothing (prompt formats, rewards, benchmarks).
 """
 
 from __future__ import annotations
@@ -9,8 +11,6 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from vlrl import paths
 from vlrl.errors import ConfigError
@@ -29,12 +29,14 @@ def schema_file() -> Path:
 
 
 def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    from vlrl.config import read_yaml
+
+    return read_yaml(path)
+
+
+def _lines(exc: ConfigError) -> list[str]:
+    """The problem lines of a ConfigError (a ConfigProblems holds several)."""
+    return list(getattr(exc, "problems", None) or [str(exc)])
 
 
 def params_problems(params: Any, source: Path | str = "params.yaml") -> list[str]:
@@ -62,21 +64,22 @@ def check_params() -> tuple[list[str], list[str]]:
     try:
         params = _read_yaml(path) or {}
     except ConfigError as exc:
-        return [str(exc)], []
+        return _lines(exc), []
     names = params.get("experiments", []) if isinstance(params, dict) else []
     names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
     return params_problems(params, path), names
 
 
 def registry_problems(cfg: Any, source: Path | str) -> list[str]:
-    """Names in an experiment that no registry knows: its prompt format and its rewards.
+    """Names in an experiment that refer to nothing: its prompt format, its rewards and its
+    benchmarks.
 
     Checked here rather than in :mod:`vlrl.config`, which imports neither registry (a stage's
     config must not pull in every reward).
 
     >>> from vlrl.config import ExperimentConfig
-    >>> cfg = ExperimentConfig.model_construct(prompt="nope", grpo=None)
-    >>> registry_problems(cfg, "e.yaml")[0]
+    >>> cfg = ExperimentConfig.model_construct(prompt="nope", grpo=None, benchmarks=[])
+    >>> registry_problems(cfg, "e.yaml")[0]  # doctest: +ELLIPSIS
     "e.yaml: prompt: 'nope' is not one of [..."
     """
     from vlrl.config import THINKING_REWARD
@@ -92,17 +95,68 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
         problems.append(
             f"{source}: grpo.rewards: unknown rewards {unknown}; known: {sorted(REGISTRY)}"
         )
+    for index, bench in enumerate(cfg.benchmarks):
+        if not paths.benchmark_file(bench).is_file():
+            known = _stems(paths.benchmark_file(bench).parent)
+            problems.append(
+                f"{source}: benchmarks.{index}: {bench!r} has no file "
+                f"config/benchmarks/{bench}.yaml; known: {known}"
+            )
     return problems
 
 
-def load_checked(name: str) -> Any:
-    """``load_experiment(name)`` plus :func:`registry_problems`; raises ConfigError on either."""
-    from vlrl.config import load_experiment
+def _names(tree: dict[str, Any]) -> Any:
+    """What :func:`registry_problems` reads, taken from an experiment file that does not
+    validate; a name that is absent or of the wrong type gets its default (validation reports
+    the wrong type)."""
+    from vlrl.config import ExperimentConfig, GRPOConfig
 
-    cfg = load_experiment(name)
-    problems = registry_problems(cfg, paths.experiment_file(name))
+    prompt = tree.get("prompt")
+    if not isinstance(prompt, str):
+        prompt = ExperimentConfig.model_fields["prompt"].default
+    grpo = tree.get("grpo") if isinstance(tree.get("grpo"), dict) else {}
+    rewards = grpo.get("rewards")
+    grpo_names = GRPOConfig.model_construct(
+        **({"rewards": {str(k): 1.0 for k in rewards}} if isinstance(rewards, dict) else {})
+    )
+    benchmarks = tree.get("benchmarks") if isinstance(tree.get("benchmarks"), list) else []
+    return ExperimentConfig.model_construct(
+        prompt=prompt, grpo=grpo_names, benchmarks=[b for b in benchmarks if isinstance(b, str)]
+    )
+
+
+def experiment_problems(name: str, overrides: list[str] | None = None) -> tuple[Any, list[str]]:
+    """The validated config of experiment ``name`` (None when it has problems) and every problem
+    of it: schema problems and :func:`registry_problems`, the latter also when the former exist.
+    """
+    from vlrl.config import ConfigProblems, apply_overrides, load_experiment, parse_yaml
+
+    path = paths.experiment_file(name)
+    try:
+        cfg = load_experiment(name, overrides)
+    except ConfigProblems as exc:
+        tree, _ = parse_yaml(path)  # its problems are among exc's
+        if not isinstance(tree, dict):
+            return None, exc.problems
+        names = _names(apply_overrides(tree, overrides))
+        return None, exc.problems + registry_problems(names, path)
+    except ConfigError as exc:  # no such file, not YAML: nothing more to check
+        return None, _lines(exc)
+    problems = registry_problems(cfg, path)
+    return (None if problems else cfg), problems
+
+
+def load_checked(name: str, overrides: list[str] | None = None) -> Any:
+    """``load_experiment(name, overrides)`` plus :func:`registry_problems`.
+
+    Raises:
+        ConfigProblems: listing every problem of the experiment (see :func:`experiment_problems`).
+    """
+    from vlrl.config import ConfigProblems
+
+    cfg, problems = experiment_problems(name, overrides)
     if problems:
-        raise ConfigError("; ".join(problems))
+        raise ConfigProblems(problems)
     return cfg
 
 
@@ -112,7 +166,7 @@ def _check_each(kind: str, names: list[str], load: Callable[[str], Any]) -> list
         try:
             load(name)
         except ConfigError as exc:
-            problems.append(str(exc))
+            problems += _lines(exc)
         else:
             log.debug("%s %s: ok", kind, name)
     return problems
@@ -122,16 +176,31 @@ def _stems(folder: Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.yaml"))
 
 
+def _checked_benchmark(name: str) -> Any:
+    """``load_benchmark(name)``; the prompt format it names, if any, must exist."""
+    from vlrl.benchmarks import load_benchmark
+    from vlrl.config import ConfigProblems
+    from vlrl.prompts import PROMPTS
+
+    cfg = load_benchmark(name)
+    if cfg.prompt is not None and cfg.prompt not in PROMPTS:
+        known = sorted(PROMPTS)
+        raise ConfigProblems(
+            [f"{paths.benchmark_file(name)}: prompt: {cfg.prompt!r} is not one of {known}"]
+        )
+    return cfg
+
+
 def check_all() -> None:
     """Validate params.yaml, config/experiments/*, config/models/*, config/benchmarks/*.
 
-    Also checks that the experiments named in params.yaml exist and that every benchmark an
-    experiment names has a file.
+    Also checks that the experiments named in params.yaml exist, that every benchmark an
+    experiment names has a file, and that the names in each file refer to something
+    (:func:`registry_problems`).
 
     Raises:
         ConfigError: listing every problem found, one per line, each naming its file and key.
     """
-    from vlrl.benchmarks import load_benchmark
     from vlrl.config import load_model
 
     config = paths.root() / "config"
@@ -147,19 +216,9 @@ def check_all() -> None:
                 f"config/experiments/{name}.yaml; known: {experiments}"
             )
     problems += _check_each("model", models, load_model)
-    problems += _check_each("benchmark", benches, load_benchmark)
+    problems += _check_each("benchmark", benches, _checked_benchmark)
     for name in experiments:
-        try:
-            cfg = load_checked(name)
-        except ConfigError as exc:
-            problems.append(str(exc))
-            continue
-        for bench in cfg.benchmarks:
-            if bench not in benches:
-                problems.append(
-                    f"{paths.experiment_file(name)}: benchmarks: {bench!r} has no file "
-                    f"config/benchmarks/{bench}.yaml; known: {benches}"
-                )
+        problems += experiment_problems(name)[1]
     if problems:
         raise ConfigError(f"{len(problems)} problem(s):\n" + "\n".join(problems))
     log.info(

@@ -1,0 +1,114 @@
+"""infer stage: one response per benchmark item; splitting the batches over worker processes
+gives the same responses as one process; a killed run stops its workers and resumes."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from processes import session_processes
+
+from vlrl import paths
+from vlrl.config import load_experiment
+from vlrl.errors import StageError
+from vlrl.files import read_jsonl
+from vlrl.stages import infer
+
+BENCH = "shapes_test"
+VLRL = Path(sys.executable).parent / "vlrl"
+
+
+@pytest.fixture()
+def ready(project: Path, tiny_model_dir: Path, shapes_data: Path) -> Path:
+    """The tiny base model and a generated shapes dataset in place for experiment tiny_shapes."""
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    return project
+
+
+def predict(*overrides: str) -> list[dict]:
+    cfg = load_experiment("tiny_shapes", ["infer.max_new_tokens=8", *overrides])
+    infer.run("tiny_shapes", cfg, "base", BENCH)
+    return list(read_jsonl(paths.predictions_file("tiny_shapes", "base", BENCH)))
+
+
+def test_workers_give_the_responses_of_one_process(ready: Path) -> None:
+    # Sampled, so that a batch generated with another seed or beside other items would show.
+    sampled = ["infer.temperature=1.0", "infer.batch_size=3"]
+    one = predict(*sampled, "infer.workers=1")
+    two = predict(*sampled, "infer.workers=2")
+    assert len(one) == 20
+    assert [r["id"] for r in two] == [r["id"] for r in one]
+    assert [r["response"] for r in two] == [r["response"] for r in one]
+    assert len({r["response"] for r in one}) > 1
+
+
+def test_a_missing_model_is_named(project: Path) -> None:
+    cfg = load_experiment("tiny_shapes")
+    with pytest.raises(StageError, match=r"model .*tiny-qwen2\.5-vl is missing"):
+        infer.run("tiny_shapes", cfg, "base", BENCH)
+
+
+@pytest.mark.parametrize(
+    ("n", "size", "workers", "expected"),
+    [
+        (8000, 256, 2, [(0, 4096), (4096, 8000)]),
+        (7, 2, 3, [(0, 4), (4, 6), (6, 7)]),
+        (5, 8, 2, [(0, 5)]),
+    ],
+)
+def test_shards_are_whole_batches(n, size, workers, expected) -> None:
+    shards = infer.batch_shards(n, size, workers)
+    assert shards == expected
+    assert all(a % size == 0 for a, _ in shards)
+
+
+def test_killed_run_stops_its_workers_and_resumes(ready: Path, caplog) -> None:
+    settings = [
+        "infer.batch_size=1",
+        "infer.workers=2",
+        "infer.max_new_tokens=32",
+        "infer.temperature=1.0",
+    ]
+    expected = [r["response"] for r in predict(*settings)]
+    out = paths.predictions_file("tiny_shapes", "base", BENCH)
+    out.unlink()
+    partial = out.with_name(out.name + infer.PARTIAL)
+
+    cmd = [str(VLRL), "infer", "tiny_shapes", "base", BENCH]
+    cmd += [arg for s in settings for arg in ("--set", s)]
+    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and len(list(partial.glob("batch-*.json"))) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    saved = len(list(partial.glob("batch-*.json")))
+    assert 3 <= saved < 20, f"{saved} batches saved when killed; the test needs a run mid-way"
+    assert not out.exists(), "a killed run must not leave a predictions file"
+    assert not session_processes(proc.pid), "processes of the killed infer run are still running"
+
+    with caplog.at_level(logging.INFO, logger="vlrl.stages.infer"):
+        resumed = [r["response"] for r in predict(*settings)]
+    assert f"resuming with {saved} batches done" in caplog.text
+    assert resumed == expected
+    assert not partial.exists(), "the saved batches are removed once the file is written"
+
+
+def test_saved_batches_of_other_settings_are_not_reused(ready: Path, caplog) -> None:
+    partial_run = predict("infer.batch_size=4")
+    out = paths.predictions_file("tiny_shapes", "base", BENCH)
+    partial = out.with_name(out.name + infer.PARTIAL)
+    partial.mkdir()
+    (partial / "fingerprint").write_text("another run")
+    (partial / f"batch-{0:08d}.json").write_text('["stale", "stale", "stale", "stale"]')
+    with caplog.at_level(logging.INFO, logger="vlrl.stages.infer"):
+        again = predict("infer.batch_size=4")
+    assert "is from another run (model or settings changed): discarded" in caplog.text
+    assert again == partial_run
