@@ -77,9 +77,10 @@ def stage_threads(wildcards):
 
 def infer_threads(wildcards):
     """Cores an inference job holds: cpu_threads per generating process (infer.workers)."""
+    from vlrl.stages.infer import workers
+
     cfg = experiment(wildcards.exp)
-    processes = cfg.infer.workers if cfg.infer.backend == "hf" else 1
-    return (cfg.cpu_threads or workflow.cores) * processes
+    return (cfg.cpu_threads or workflow.cores) * workers(cfg.infer)
 
 
 # input functions -------------------------------------------------------------------------
