@@ -13,16 +13,21 @@ export PYTHONHASHSEED := 0
 
 setup: $(STAMPS)/main $(STAMPS)/sft
 
-$(STAMPS)/main: envs/main.txt pyproject.toml
+UV := $(MAIN)/bin/uv
+
+# uv installs the exact pins of envs/*.txt (several minutes faster than pip: parallel, no
+# byte-compiling); it is itself pinned in envs/bootstrap.txt and lives in .venv.
+$(STAMPS)/main: envs/main.txt envs/bootstrap.txt pyproject.toml
 	test -x $(MAIN)/bin/python || $(PYTHON) -m venv $(MAIN)
-	$(MAIN)/bin/pip install --quiet -r envs/main.txt
-	$(MAIN)/bin/pip install --quiet --no-deps -e .
+	$(MAIN)/bin/pip install --quiet -r envs/bootstrap.txt
+	$(UV) pip install --quiet --python $(MAIN)/bin/python -r envs/main.txt
+	$(UV) pip install --quiet --python $(MAIN)/bin/python --no-deps -e .
 	mkdir -p $(STAMPS) && touch $@
 
-$(STAMPS)/sft: envs/sft.txt pyproject.toml
+$(STAMPS)/sft: envs/sft.txt pyproject.toml $(STAMPS)/main
 	test -x $(SFT)/bin/python || $(PYTHON) -m venv $(SFT)
-	$(SFT)/bin/pip install --quiet -r envs/sft.txt
-	$(SFT)/bin/pip install --quiet --no-deps -e .
+	$(UV) pip install --quiet --python $(SFT)/bin/python -r envs/sft.txt
+	$(UV) pip install --quiet --python $(SFT)/bin/python --no-deps -e .
 	mkdir -p $(STAMPS) && touch $@
 
 ## run: set up, then reproduce every experiment in params.yaml with DVC (reports/ at the end);

@@ -5,7 +5,9 @@
 Starts :class:`FakeRewardModel` (a FastAPI app under uvicorn on 127.0.0.1, a free port) that
 answers ``POST /v1/chat/completions`` after ``latency`` seconds, then times ``n`` requests
 through :class:`vlrl.rewards.thinking.ThinkingReward` with concurrency 1 and with
-``--concurrency``. The server is also the one ``tests/rewards/test_thinking.py`` uses.
+``--concurrency``. The server is also the one the endpoint tests use (``tests/test_endpoints.py``,
+``tests/rewards/test_thinking.py``, ``tests/scoring/test_judge.py``): it can answer with an
+error status, too late, or with a body that is not a chat completion (:data:`MISBEHAVIOURS`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 
 SCORE_TAG = re.compile(r"SCORE=([0-9.]+)")
+MISBEHAVIOURS = {
+    "not_json": "HTTP 200 with an HTML body",
+    "no_choices": "HTTP 200 with JSON that has no choices",
+    "null_content": "HTTP 200 with JSON whose message content is null",
+    "leaky_400": "HTTP 400 whose error message repeats the request's Authorization header",
+}
 
 
 @dataclass
@@ -35,17 +43,24 @@ class ServerState:
     """Reply text unless the user text holds ``SCORE=x`` (then ``<answer>x</answer>``)."""
     scorer: Callable[[str], float] | None = None
     """When set, the reply is ``<answer>scorer(user text)</answer>`` (rounded to one decimal)."""
-    fail_next: list[int] = field(default_factory=list)
-    """Status codes for the next requests, one popped per request."""
-    fail_always: int | None = None
+    replier: Callable[[dict[str, Any]], str] | None = None
+    """When set, the reply is ``replier(request body)`` (it wins over ``scorer`` and ``reply``)."""
+    fail_next: list[int | str] = field(default_factory=list)
+    """Misbehaviours for the next requests, one popped per request: an HTTP status code (answered
+    with an OpenAI-style error body) or one of :data:`MISBEHAVIOURS`."""
+    fail_always: int | str | None = None
     requests: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)
     auth: list[str] = field(default_factory=list)
+    epoch: int = 0
+    """Bumped by :meth:`reset`: a request still running from before does not count in flight."""
 
     def reset(self) -> None:
+        epoch = self.epoch + 1
         self.__init__()
+        self.epoch = epoch
 
 
 def _user_text(body: dict[str, Any]) -> str:
@@ -77,22 +92,36 @@ class FakeRewardModel:
         @app.post("/v1/chat/completions")
         async def chat(request: Request):
             body = await request.json()
+            epoch = state.epoch
             state.requests += 1
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
             state.bodies.append(body)
             state.auth.append(request.headers.get("authorization", ""))
+            # Decided on arrival: a request still sleeping when the next test starts takes
+            # nothing of that test's misbehaviours.
+            code = state.fail_next.pop(0) if state.fail_next else state.fail_always
             try:
                 if state.latency_s:
                     await asyncio.sleep(state.latency_s)
-                code = state.fail_next.pop(0) if state.fail_next else state.fail_always
-                if code is not None:
+                if code == "not_json":
+                    return HTMLResponse("<html><body>502 Bad Gateway</body></html>")
+                if code == "no_choices":
+                    return {"id": f"chatcmpl-{state.requests}", "object": "chat.completion"}
+                if code == "leaky_400":
+                    leak = f"bad request from {request.headers.get('authorization', '')}"
+                    return JSONResponse({"error": {"message": leak}}, status_code=400)
+                if isinstance(code, int):
                     error = {"error": {"message": f"injected {code}", "type": "injected"}}
                     return JSONResponse(error, status_code=code)
                 match = SCORE_TAG.search(_user_text(body))
                 text = f"<answer>{match.group(1)}</answer>" if match else state.reply
                 if state.scorer is not None:
                     text = f"<answer>{state.scorer(_user_text(body)):.1f}</answer>"
+                if state.replier is not None:
+                    text = state.replier(body)
+                if code == "null_content":
+                    text = None
                 return {
                     "id": f"chatcmpl-{state.requests}",
                     "object": "chat.completion",
@@ -108,7 +137,8 @@ class FakeRewardModel:
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                 }
             finally:
-                state.in_flight -= 1
+                if state.epoch == epoch:  # else a reset (the next test) came meanwhile
+                    state.in_flight -= 1
 
         return app
 

@@ -67,12 +67,18 @@ def handover_to_dvc(jobs):
     handover.to_dvc(name_for(job.rule.name, job.wildcards_dict.values()) for job in jobs if job.output)
 
 
-def stage_threads(wildcards):
-    """Cores a training or inference job holds: the experiment's cpu_threads, else all cores.
+def training_threads(stage):
+    """Cores a training job of ``stage`` holds: the experiment's cpu_threads (else all cores)
+    per data-parallel process (``<stage>.processes``).
 
-    With cpu_threads pinned, `snakemake --cores N` runs up to N such jobs side by side.
+    With cpu_threads pinned, `snakemake --cores N` runs jobs side by side up to N cores.
     """
-    return experiment(wildcards.exp).cpu_threads or workflow.cores
+
+    def threads(wildcards):
+        cfg = experiment(wildcards.exp)
+        return (cfg.cpu_threads or workflow.cores) * getattr(cfg, stage).processes
+
+    return threads
 
 
 def infer_threads(wildcards):

@@ -16,7 +16,7 @@ rule grpo:
         "logs/benchmarks/grpo/{exp}.tsv"
     conda:
         "../envs/main.yaml"
-    threads: stage_threads
+    threads: training_threads("grpo")
     resources:
         gpu=0,
     shell:

@@ -18,7 +18,7 @@ rule sft:
     # whose pins conflict with TRL's. So the rule's own environment is main, not sft.
     conda:
         "../envs/main.yaml"
-    threads: stage_threads
+    threads: training_threads("sft")
     resources:
         gpu=0,
     shell:

@@ -97,6 +97,26 @@ def length_reward(monkeypatch: pytest.MonkeyPatch) -> str:
     return "test.length"
 
 
+@pytest.fixture(scope="module")
+def endpoint_server():
+    """A real OpenAI-compatible server on 127.0.0.1 that can be told to misbehave
+    (``benchmarks/thinking_client.py``: FastAPI under uvicorn, in a thread); one per module."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from thinking_client import FakeRewardModel
+
+    with FakeRewardModel() as server:
+        yield server
+
+
+@pytest.fixture()
+def endpoint(endpoint_server):
+    """:func:`endpoint_server`, well-behaved and with its counters reset for this test."""
+    endpoint_server.state.reset()
+    return endpoint_server
+
+
 # The longest test files, slowest first: under `--dist loadfile` each file runs on one worker,
 # so starting these first lets every other file run beside them instead of after them.
 LONGEST_FIRST = ("tests/pipeline/test_tiny_shapes.py", "tests/pipeline/test_invalidation.py")

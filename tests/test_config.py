@@ -51,6 +51,8 @@ MALFORMED = [
         "greater than 0",
     ),
     ("set", "grpo.max_steps=0", TINY, "grpo.max_steps", "greater than 0"),
+    ("set", "sft.processes=0", TINY, "sft.processes", "greater than 0"),
+    ("set", "grpo.processes=0", TINY, "grpo.processes", "greater than 0"),
     ("set", "grpo.num_generations=1", TINY, "grpo.num_generations", "greater than or equal to 2"),
     ("set", "data.shapes.n_val=0", TINY, "data.shapes.n_val", "greater than or equal to 1"),
     ("set", "score.bootstrap_resamples=0", TINY, "score.bootstrap_resamples", "greater than 0"),
@@ -103,7 +105,7 @@ MALFORMED = [
     ("set", "grpo.num_generations=3", TINY, "grpo.per_device_train_batch_size", "multiple of"),
     ("set", "data.shapes.min_shapes=5", TINY, "data.shapes.min_shapes", "above max_shapes (4)"),
     ("set", "sft.image_min_pixels=20000", TINY, "sft.image_min_pixels", "above image_max_pixels"),
-    ("set", "infer.backend=openai", TINY, "infer.openai_base_url", "is not set"),
+    ("set", "infer.backend=openai", TINY, "infer.openai", "(base_url, model) is not set"),
     # unknown keys, wrong types, repeated keys
     ("experiment", "grpo:\n  learnin_rate: 1.0\n", BAD, "grpo.learnin_rate", "not permitted"),
     ("experiment", "grpo:\n  max_steps: many\n", BAD, "grpo.max_steps", "valid integer"),

@@ -46,3 +46,10 @@ def test_jsonl_round_trip_and_bad_line(tmp_path: Path) -> None:
     (tmp_path / "b.jsonl").write_text('{"a": 1}\n{oops\n')
     with pytest.raises(ValueError, match=r"b\.jsonl:2"):
         read_jsonl(tmp_path / "b.jsonl")
+
+
+def test_read_jsonl_names_the_line_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"b": "caf\xe9"}\n')  # Latin-1 é
+    with pytest.raises(ValueError, match=r"c\.jsonl:2: not valid UTF-8 \(byte 0xe9 at column 11\)"):
+        read_jsonl(path)

@@ -14,6 +14,7 @@ EXP = "tiny_shapes"
 SMALL_RUN = [
     "sft.enabled=false",
     "grpo.max_steps=2",
+    "grpo.processes=1",  # in this process: tests register rewards and patch the trainer
     "grpo.logging_steps=1",
     "grpo.per_device_train_batch_size=4",
     "grpo.num_generations=2",

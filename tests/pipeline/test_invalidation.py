@@ -28,6 +28,8 @@ SHRUNK = {
     "data.shapes.n_val": 4,
     "data.shapes.n_test": 12,
     "sft.num_train_epochs": 1,
+    "sft.processes": 1,  # the plans, not the training, are under test: no launcher start-up
+    "grpo.processes": 1,
     "grpo.max_steps": 2,
     "grpo.per_device_train_batch_size": 8,
     "grpo.num_generations": 4,

@@ -31,6 +31,11 @@ pytestmark = [
 def make_project(tmp_path: Path) -> Project:
     project = Project(tmp_path)
     project.append(f"config/benchmarks/{BENCH}.yaml", "max_items: 8\n")
+    # a few images instead of 11,000: the hand-over is under test, not the shapes world
+    project.set_values(
+        f"config/experiments/{EXP}.yaml",
+        {"data.shapes.n_train": 40, "data.shapes.n_val": 4, "data.shapes.n_test": 8},
+    )
     return project
 
 

@@ -16,9 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from endpoint_cases import CASES, OPTIONS, closed_port_url
 from PIL import Image
 from trl.trainer.utils import is_async_callable
 
+from vlrl import endpoints
+from vlrl.rewards import thinking
 from vlrl.rewards.sophiavl import thinking_request
 from vlrl.rewards.thinking import (
     ThinkingRewardConfig,
@@ -236,3 +239,60 @@ def test_concurrent_calls_share_one_event_loop(server, state):
 
     assert asyncio.run(both()) == [[0.1] * 4, [0.9] * 4]
     assert reward.calls == 8
+
+
+# ------------------------------------------------------------------- a misbehaving endpoint
+@pytest.mark.parametrize("on_failure", ["missing", "score_zero"])
+@pytest.mark.parametrize("case", CASES)
+def test_misbehaving_endpoint_is_never_scored_nor_cached(
+    server, state, case, on_failure, tmp_path, caplog
+):
+    cfg = ThinkingRewardConfig(
+        base_url=case.apply(server),
+        model="thinking-reward-model",
+        cache_dir=str(tmp_path / "c"),
+        on_failure=on_failure,
+        **OPTIONS,
+    )
+    reward = get_thinking_reward(cfg)
+    completions, prompts = batch([0.4, 0.6])
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        scores = run(reward, completions, prompts=prompts)  # never raises
+    assert scores == ([None, None] if on_failure == "missing" else [0.0, 0.0])
+    assert (reward.calls, reward.attempts, reward.failures) == (2, 2 * case.attempts, 2)
+    assert f"sample 0 failed: {case.kind}: " in caplog.text
+    assert "2 of 2 samples failed" in caplog.text
+    assert not list((tmp_path / "c").rglob("*.json"))
+
+
+def test_scores_are_cached_per_endpoint_model_and_version(server, state, tmp_path, monkeypatch):
+    cache_dir = str(tmp_path / "c")
+    completions, prompts = batch([0.4])
+    assert run(make(server, cache_dir=cache_dir), completions, prompts=prompts) == [0.4]
+    again = make(server, cache_dir=cache_dir)
+    assert run(again, completions, prompts=prompts) == [0.4] and again.cache_hits == 1
+    other_model = get_thinking_reward(
+        ThinkingRewardConfig(base_url=server.base_url, model="other-rm", cache_dir=cache_dir)
+    )
+    assert run(other_model, completions, prompts=prompts) == [0.4]
+    assert other_model.cache_hits == 0
+    monkeypatch.setattr(thinking, "CACHE_VERSION", "sophiavl-thinking-v2")
+    new_version = make(server, cache_dir=cache_dir)
+    assert run(new_version, completions, prompts=prompts) == [0.4]
+    assert new_version.cache_hits == 0 and state.requests == 3
+    monkeypatch.undo()
+    elsewhere = get_thinking_reward(
+        ThinkingRewardConfig(
+            base_url=closed_port_url(),
+            model="thinking-reward-model",
+            cache_dir=cache_dir,
+            **OPTIONS,
+        )
+    )
+    assert run(elsewhere, completions, prompts=prompts) == [None]  # not the other server's score
+
+
+def test_a_required_key_that_is_unset_fails_when_the_reward_is_built(server, monkeypatch):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(endpoints.MissingAPIKey, match=rf"\${KEY_ENV}, which is not set"):
+        make(server, api_key_env=KEY_ENV, api_key_required=True)

@@ -29,18 +29,20 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from endpoint_cases import CASES, OPTIONS, closed_port_url
 
 from vlrl import paths
 from vlrl.config import JudgeConfig, load_experiment
+from vlrl.endpoints import EndpointCache, redact_url
 from vlrl.errors import StageError
+from vlrl.scoring import judge as judge_module
 from vlrl.scoring.judge import (
+    PROMPT_VERSION,
     Judge,
-    JudgeCache,
     JudgeRequest,
     build_prompt,
     judge_cache_dir,
     parse_verdict,
-    redact_url,
     render_question,
     render_reference,
 )
@@ -97,37 +99,29 @@ def test_render_question_and_reference():
     assert redact_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
 
 
-def test_cache_roundtrip_and_key_fields(tmp_path):
-    cache = JudgeCache(tmp_path / "c")
-    base = ("m", "q", "r", "c", {"temperature": 0.0, "max_tokens": 16})
-    key = JudgeCache.key(*base)
+def test_cache_key_covers_everything_that_decides_a_verdict():
+    def key(model="m", question="q", reference="r", candidate="c", temperature=0.0):
+        cfg = JudgeConfig(base_url="http://h/v1", model=model, temperature=temperature)
+        body = Judge(cfg).body(JudgeRequest("1", question, reference, candidate))
+        return EndpointCache.key(cfg.base_url, model, PROMPT_VERSION, body)
+
     variants = [
-        ("m2", "q", "r", "c", base[4]),
-        ("m", "q2", "r", "c", base[4]),
-        ("m", "q", "r2", "c", base[4]),
-        ("m", "q", "r", "c2", base[4]),
-        ("m", "q", "r", "c", {"temperature": 0.5, "max_tokens": 16}),
+        key(),
+        key(model="m2"),
+        key(question="q2"),
+        key(reference="r2"),
+        key(candidate="c2"),
+        key(temperature=0.5),
     ]
-    assert len({key, *(JudgeCache.key(*v) for v in variants)}) == 6
-    assert JudgeCache.key(*base, prompt_version="other") != key
-    assert cache.get(key) is None
-    cache.put(key, {"verdict": 0, "reply": "0"})
-    assert cache.get(key)["verdict"] == 0
-    assert not list((tmp_path / "c").rglob("*.part"))  # no temporaries left behind
-    # A corrupt entry is a miss (and will be overwritten), not a crash or a verdict.
-    cache._file(key).write_text("{not json")
-    assert cache.get(key) is None
-    # An entry without a valid verdict is a miss.
-    cache.put(key, {"verdict": None, "reply": "?"})
-    assert cache.get(key) is None
+    assert len(set(variants)) == len(variants)
+    assert key() == key()
 
 
 def test_unreachable_endpoint_is_retried_then_a_failure(caplog):
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cfg = JudgeConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=2, timeout_s=2)
-    judge = Judge(cfg, cache=None, backoff_s=0.01)
+    cfg = JudgeConfig(
+        base_url=closed_port_url(), model="m", max_retries=2, timeout_s=2, backoff_s=0.01
+    )
+    judge = Judge(cfg)
     requests = [JudgeRequest(str(i), "q", "r", "c") for i in range(3)]
     with caplog.at_level(logging.WARNING, logger="vlrl.scoring.judge"):
         outcomes = judge.judge(requests)
@@ -135,6 +129,63 @@ def test_unreachable_endpoint_is_retried_then_a_failure(caplog):
     assert all("APIConnectionError" in o.error and "3 attempt(s)" in o.error for o in outcomes)
     assert (judge.stats.calls, judge.stats.attempts, judge.stats.failures) == (3, 9, 3)
     assert "judge failure on item 0" in caplog.text
+
+
+# ------------------------------------------------------------------- a misbehaving endpoint
+def _fake_cfg(base_url: str, **options) -> JudgeConfig:
+    return JudgeConfig(base_url=base_url, model="judge-m", **{**OPTIONS, **options})
+
+
+REQUESTS = [JudgeRequest("a", "Q1?", "3", "three"), JudgeRequest("b", "Q2?", "red", "blue")]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_misbehaving_endpoint_gives_no_verdict_and_caches_nothing(endpoint, case, tmp_path):
+    judge = Judge(_fake_cfg(case.apply(endpoint)), tmp_path / "judge_cache")
+    outcomes = judge.judge(REQUESTS)  # never raises
+    assert [o.verdict for o in outcomes] == [None, None]  # never right, never wrong
+    for outcome in outcomes:
+        assert outcome.error.startswith(f"{case.kind}: ")
+        assert f"after {case.attempts} attempt(s)" in outcome.error
+    assert judge.stats.failures == 2 and len(judge.errors) == 2
+    assert judge.errors[0].startswith("a: ")
+    assert judge.metadata()["failures"] == 2
+    assert not list((tmp_path / "judge_cache").rglob("*.json"))
+
+
+def test_verdicts_are_cached_per_endpoint_model_and_prompt_version(endpoint, tmp_path, monkeypatch):
+    endpoint.state.reply = "1"
+    cache_dir = tmp_path / "judge_cache"
+    first = Judge(_fake_cfg(endpoint.base_url), cache_dir)
+    assert [o.verdict for o in first.judge(REQUESTS)] == [1, 1]
+    again = Judge(_fake_cfg(endpoint.base_url), cache_dir)
+    assert [o.cached for o in again.judge(REQUESTS)] == [True, True]
+    assert endpoint.state.requests == 2
+    # Another judge model asks again.
+    other_model = JudgeConfig(base_url=endpoint.base_url, model="judge-2", **OPTIONS)
+    assert [o.cached for o in Judge(other_model, cache_dir).judge(REQUESTS)] == [False, False]
+    # Another prompt version asks again.
+    monkeypatch.setattr(judge_module, "PROMPT_VERSION", "verifier-v2")
+    assert [o.cached for o in Judge(_fake_cfg(endpoint.base_url), cache_dir).judge(REQUESTS)] == [
+        False,
+        False,
+    ]
+    assert endpoint.state.requests == 6
+    monkeypatch.undo()
+    # Another endpoint is not answered from this one's cache (here it is down: no verdict).
+    outcomes = Judge(_fake_cfg(closed_port_url()), cache_dir).judge(REQUESTS)
+    assert [o.verdict for o in outcomes] == [None, None]
+
+
+def test_unparsable_reply_is_no_verdict(endpoint, tmp_path):
+    endpoint.state.reply = "I think it is correct"
+    judge = Judge(_fake_cfg(endpoint.base_url), tmp_path / "c")
+    outcomes = judge.judge(REQUESTS)
+    assert [o.verdict for o in outcomes] == [None, None]
+    assert outcomes[0].error == "unparsable: reply is not a 0/1 verdict: 'I think it is correct'"
+    assert outcomes[0].reply == "I think it is correct"  # kept for the scores file
+    assert endpoint.state.requests == 2  # a verdict that does not parse is not asked again
+    assert not list((tmp_path / "c").rglob("*.json"))
 
 
 # ------------------------------------------------------------------------- a real server
@@ -355,7 +406,7 @@ def test_garbage_judge_with_score_zero_counts_failures(server, project):
             continue
         assert item["method"] == "judge"
         assert (item["correct"], item["score"]) == (0, 0.0)
-        assert item["judge_error"].startswith("reply is not a 0/1 verdict")
+        assert item["judge_error"].startswith("unparsable: reply is not a 0/1 verdict")
         assert isinstance(item["judge_reply"], str) and item["judge_reply"].strip()  # garbage
     assert data["accuracy"] == 0.0 and data["n"] == 7
 
@@ -376,7 +427,7 @@ def test_fallback_judge_only_sees_rule_failures_and_caches(server, project):
     cached = list(judge_cache_dir("tiny_shapes").rglob("*.json"))
     assert len(cached) == 3
     entry = json.loads(cached[0].read_text())
-    assert entry["verdict"] == 1 and entry["model"] == server.models["says1"]
+    assert entry["reply"] == "1" and entry["model"] == server.models["says1"]
 
     # A second run asks the server nothing.
     score.run("tiny_shapes", cfg, "grpo", "shapes_test")
@@ -399,3 +450,41 @@ def test_api_key_is_never_written(server, project, caplog, capfd):
     out, err = capfd.readouterr()
     assert SECRET not in caplog.text + out + err
     assert SECRET not in server.log.read_text()
+
+
+# --------------------------------------------------- the stage with a misbehaving endpoint
+def _fake_stage_cfg(base_url: str, on_failure: str):
+    return load_experiment(
+        "tiny_shapes",
+        [
+            f"score.judge.base_url={base_url}",
+            "score.judge.model=judge-m",
+            "score.judge.mode=always",
+            f"score.judge.on_failure={on_failure}",
+            "score.judge.max_retries=1",
+            "score.judge.backoff_s=0.01",
+        ],
+    )
+
+
+def test_stage_with_a_failing_endpoint_fails_by_default_and_caches_nothing(endpoint, project):
+    endpoint.state.fail_always = 503
+    with pytest.raises(StageError, match=r"judge failed on 6 of 6 items") as info:
+        score.run("tiny_shapes", _fake_stage_cfg(endpoint.base_url, "error"), "grpo", "shapes_test")
+    assert "InternalServerError (HTTP 503) after 2 attempt(s)" in str(info.value)
+    assert not paths.scores_file("tiny_shapes", "grpo", "shapes_test").exists()
+    assert not list(judge_cache_dir("tiny_shapes").rglob("*.json"))
+
+
+def test_stage_with_a_failing_endpoint_and_score_zero_records_each_failure(endpoint, project):
+    endpoint.state.fail_always = "not_json"
+    cfg = _fake_stage_cfg(endpoint.base_url, "score_zero")
+    score.run("tiny_shapes", cfg, "grpo", "shapes_test")
+    data = _scores()
+    assert (data["judge"]["failures"], data["judge"]["attempts"]) == (6, 12)
+    judged = [item for item in data["items"] if item["method"] == "judge"]
+    assert len(judged) == 6
+    for item in judged:
+        assert (item["correct"], item["score"]) == (0, 0.0)
+        assert item["judge_error"].startswith("not_json: HTTP 200 body is not JSON")
+    assert not list(judge_cache_dir("tiny_shapes").rglob("*.json"))

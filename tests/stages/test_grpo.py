@@ -97,6 +97,7 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
         [
             "sft.enabled=false",
             "grpo.max_steps=2",
+            "grpo.processes=1",
             "grpo.logging_steps=1",
             "grpo.per_device_train_batch_size=4",
             "grpo.num_generations=2",
@@ -126,9 +127,42 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
     assert "step_time" not in (out / grpo.DVCLIVE / "metrics.json").read_text()
 
 
+@pytest.mark.slow
+def test_two_processes_train_with_gloo(
+    project: Path, shapes_data: Path, tiny_model_dir: Path, capfd: pytest.CaptureFixture
+) -> None:
+    """grpo.processes=2: two torchrun ranks (gloo on CPU) each generate and train on half of a
+    step's completions; the main rank writes the output, and nothing is left behind."""
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    cfg = load_experiment(
+        "tiny_shapes",
+        [
+            "sft.enabled=false",
+            "grpo.processes=2",
+            "grpo.max_steps=2",
+            "grpo.logging_steps=1",
+            "grpo.per_device_train_batch_size=2",  # x 2 ranks: 2 prompts x 2 generations
+            "grpo.num_generations=2",
+            "grpo.max_completion_length=8",
+        ],
+    )
+    times = grpo.run("tiny_shapes", cfg)
+    err = capfd.readouterr().err
+    assert "[rank 0] " in err and "[rank 1] " in err, err[-2000:]
+    out = paths.grpo_dir("tiny_shapes")
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["steps"] == 2 and len(times["step_time"]) == 2
+    assert [h["step"] for h in summary["log_history"] if "reward" in h] == [1, 2]
+    assert (out / paths.GRPO_FINAL / "model.safetensors").is_file()
+    assert (out / grpo.DVCLIVE / "metrics.json").is_file()
+    assert not paths.grpo_checkpoints_dir("tiny_shapes").exists()
+
+
 def _small(overrides: list[str]) -> list[str]:
     return [
         "sft.enabled=false",
+        "grpo.processes=1",  # in this process: the tests register rewards and patch the trainer
         "grpo.logging_steps=1",
         "grpo.per_device_train_batch_size=4",
         "grpo.num_generations=2",

@@ -112,3 +112,29 @@ def test_saved_batches_of_other_settings_are_not_reused(ready: Path, caplog) -> 
         again = predict("infer.batch_size=4")
     assert "is from another run (model or settings changed): discarded" in caplog.text
     assert again == partial_run
+
+
+def test_openai_backend_records_a_failed_request_as_an_error(
+    project: Path, shapes_data: Path, endpoint, caplog
+) -> None:
+    """The ``openai`` backend against a real local server that refuses the first request (HTTP
+    400: not retried): the stage finishes, and that item's row says why it has no response."""
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    model_dir = paths.model_resource("tiny-qwen2.5-vl")  # served elsewhere: only named here
+    model_dir.mkdir(parents=True)
+    (model_dir / "config.json").write_text("{}")
+    endpoint.state.fail_next = [400]
+    endpoint.state.replier = lambda body: "<answer>3</answer>"
+    server = f"{{base_url: '{endpoint.base_url}', concurrency: 1, backoff_s: 0.01}}"
+    cfg = load_experiment("tiny_shapes", ["infer.backend=openai", f"infer.openai={server}"])
+    with caplog.at_level(logging.WARNING):
+        infer.run("tiny_shapes", cfg, "base", BENCH)
+    rows = read_jsonl(paths.predictions_file("tiny_shapes", "base", BENCH))
+    assert len(rows) == 20 and endpoint.state.requests == 20
+    failed, *ok = rows
+    assert failed["response"] == ""
+    assert failed["error"].startswith(
+        "http_status: BadRequestError (HTTP 400) after 1 attempt(s): Error code: 400"
+    )
+    assert all(r["response"] == "<answer>3</answer>" and r["error"] is None for r in ok)
+    assert "infer: 1 of 20 items got no response" in caplog.text

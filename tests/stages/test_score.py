@@ -97,6 +97,54 @@ def test_scores_file_contract(project):
     assert not list(paths.scores_file(EXP, "grpo", BENCH).parent.glob("*.tmp-*"))
 
 
+def test_a_failed_generation_stops_the_stage_or_is_recorded_not_scored(project, caplog):
+    path = write_predictions(ROWS)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["response"] = ""  # c1: the infer stage's openai backend got no response
+    rows[0]["error"] = "http_status: InternalServerError (HTTP 500) after 4 attempt(s): down"
+    for row in rows[1:]:
+        row["error"] = None
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(StageError, match=r"1 of 10 predictions .* have no response .*: c1\."):
+        score.run(EXP, load_experiment(EXP), "grpo", BENCH)  # the default stops
+    assert not paths.scores_file(EXP, "grpo", BENCH).exists()
+    with caplog.at_level("WARNING"):
+        cfg = load_experiment(EXP, ["score.generation_failures=score_zero"])
+        score.run(EXP, cfg, "grpo", BENCH)
+    data = json.loads(paths.scores_file(EXP, "grpo", BENCH).read_text())
+    by_id = {item["id"]: item for item in data["items"]}
+    failed = by_id["c1"]
+    assert failed["method"] == "failed" and failed["extracted"] is None
+    assert failed["generation_error"] == rows[0]["error"]
+    assert (failed["correct"], failed["score"]) == (0, 0.0)
+    assert data["generation_failures"] == 1 and data["n"] == len(ROWS)
+    assert all(by_id[r[0]]["generation_error"] is None for r in ROWS[1:])
+    assert "1 of 10 predictions have no response (generation failed" in caplog.text
+
+
+def test_a_failed_generation_is_never_judged(project, endpoint):
+    path = write_predictions(ROWS)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        row["response"], row["error"] = "", "timeout: APITimeoutError after 2 attempt(s)"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    endpoint.state.reply = "1"  # a judge that says "correct" to whatever it is asked
+    cfg = load_experiment(
+        EXP,
+        [
+            f"score.judge.base_url={endpoint.base_url}",
+            "score.judge.model=judge-m",
+            "score.judge.mode=always",
+            "score.generation_failures=score_zero",
+        ],
+    )
+    score.run(EXP, cfg, "grpo", BENCH)
+    data = json.loads(paths.scores_file(EXP, "grpo", BENCH).read_text())
+    assert endpoint.state.requests == 0 and data["judge"]["calls"] == 0
+    assert {item["method"] for item in data["items"]} == {"failed"}
+    assert data["accuracy"] == 0.0 and data["generation_failures"] == len(ROWS)
+
+
 def test_iou_threshold_comes_from_the_config(project):
     write_predictions(ROWS)
     cfg = load_experiment(EXP, ["score.iou_threshold=0.3"])
@@ -124,9 +172,10 @@ def test_checkpoint_not_evaluated_is_an_error(project):
         (lambda text: text + text.splitlines()[0] + "\n", r":11: id 'c1' appears twice"),
         (lambda text: text.replace('"response"', '"reply"', 1), r":1: missing \['response'\]"),
         (lambda text: text.replace('"numerical"', '"detection"', 1), r":4: no scoring rule"),
+        (lambda text: text.replace('"checkpoint"', '"error": 1, "checkpoint"', 1), r":1: error"),
         (lambda text: "", r"has no predictions"),
     ],
-    ids=["bad-json", "duplicate-id", "missing-key", "unknown-type", "empty"],
+    ids=["bad-json", "duplicate-id", "missing-key", "unknown-type", "bad-error", "empty"],
 )
 def test_bad_predictions_name_the_line(project, mutate, match):
     path = write_predictions(ROWS)

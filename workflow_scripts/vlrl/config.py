@@ -214,6 +214,11 @@ class SFTConfig(Section):
     learning_rate: PositiveFloat = 1e-5
     per_device_train_batch_size: PositiveInt = 8
     gradient_accumulation_steps: PositiveInt = 1
+    processes: PositiveInt = Field(
+        1,
+        description="Data-parallel training processes (LLaMA-Factory under torchrun; gloo on "
+        "CPU), each with cpu_threads threads and per_device_train_batch_size records per step.",
+    )
     lr_scheduler_type: str = "cosine"
     warmup_ratio: Probability = 0.0
     cutoff_len: PositiveInt = 1024
@@ -249,20 +254,41 @@ SELF_REWARD_READERS = frozenset({"vision_sr1.visual", "vision_sr1.total"})
 """Rewards that read the ``self_reward_responses`` column the self_reward algorithm fills."""
 
 
-class ThinkingRewardConfig(Section):
-    """Where SophiaVL's thinking reward model is served and how it is queried (§A3).
+# ---------------------------------------------------------------------------------- endpoints
+class EndpointConfig(Section):
+    """One OpenAI-compatible endpoint, as :class:`vlrl.endpoints.EndpointClient` calls it: the
+    judge, the thinking reward model and the ``openai`` generation backend share these keys.
 
     The key is read from ``os.environ[api_key_env]`` at call time and never stored.
     """
 
     base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://host:8000/v1.")
-    model: str = Field(description="Served model name (released: thinking-reward-model).")
+    model: str = Field(description="Served model name.")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key.")
-    concurrency: int = Field(8, ge=1)
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(3, ge=0)
-    backoff_s: float = Field(0.5, ge=0)
-    cache_dir: str | None = None
+    api_key_required: bool = Field(
+        False,
+        description="true: refuse to call when api_key_env is unset (hosted APIs); false: call "
+        "without a key when it is unset (local servers).",
+    )
+    concurrency: PositiveInt = Field(8, description="Requests in flight at once.")
+    timeout_s: PositiveFloat = Field(60.0, description="Per request.")
+    max_retries: NonNegativeInt = Field(
+        3, description="Retries of a transient failure (timeout, 408/409/429/5xx, bad body…)."
+    )
+    backoff_s: NonNegativeFloat = Field(
+        0.5, description="Wait before the first retry; doubles per retry, at most 30 s."
+    )
+    cache_max_entries: PositiveInt = Field(
+        100_000,
+        description="Replies kept in the endpoint's cache; the least recently used go beyond it.",
+    )
+
+
+class ThinkingRewardConfig(EndpointConfig):
+    """Where SophiaVL's thinking reward model is served and how it is queried (§A3)."""
+
+    model: str = Field(description="Served model name (released: thinking-reward-model).")
+    cache_dir: str | None = Field(None, description="Where replies are cached (None: nowhere).")
     on_failure: Literal["missing", "score_zero"] = Field(
         "missing",
         description="A failed call or unparseable reply: missing (None, TRL ignores the sample; "
@@ -336,8 +362,15 @@ class GRPOConfig(Section):
     )
     max_steps: PositiveInt = 100
     learning_rate: PositiveFloat = 1e-6
-    per_device_train_batch_size: PositiveInt = 8
+    per_device_train_batch_size: PositiveInt = Field(
+        8, description="Completions per process per step (generation batch: x processes)."
+    )
     gradient_accumulation_steps: PositiveInt = 1
+    processes: PositiveInt = Field(
+        1,
+        description="Data-parallel training processes (torchrun; gloo on CPU), each with "
+        "cpu_threads threads; each generates and trains on its share of the completions.",
+    )
     num_generations: int = Field(4, ge=2)
     max_completion_length: PositiveInt = 64
     temperature: PositiveFloat = 1.0
@@ -423,13 +456,14 @@ class GRPOConfig(Section):
             )
         # TRL 1.16 GRPOConfig: generation_batch_size = per_device_train_batch_size x processes x
         # steps_per_generation (= gradient_accumulation_steps) must hold whole groups of
-        # num_generations completions. The grpo stage runs one process.
-        batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
+        # num_generations completions.
+        batch = self.per_device_train_batch_size * self.processes * self.gradient_accumulation_steps
         if batch % self.num_generations:
             problems.append(
                 (
                     "per_device_train_batch_size",
-                    f"per_device_train_batch_size x gradient_accumulation_steps = {batch} "
+                    "per_device_train_batch_size x processes x gradient_accumulation_steps = "
+                    f"{batch} "
                     f"completions per step is not a multiple of num_generations "
                     f"({self.num_generations}); TRL generates whole groups of num_generations",
                 )
@@ -441,6 +475,15 @@ class GRPOConfig(Section):
 
 
 # -------------------------------------------------------------------------------------- infer
+class OpenAIGenerationConfig(EndpointConfig):
+    """The server the ``openai`` generation backend asks (``vllm serve``, hosted APIs)."""
+
+    model: str | None = Field(
+        None, description="Served model name (None: the checkpoint's model directory)."
+    )
+    cache_dir: str | None = Field(None, description="Where replies are cached (None: nowhere).")
+
+
 class InferConfig(Section):
     backend: Literal["hf", "vllm", "openai"] = "hf"
     batch_size: PositiveInt = 16
@@ -457,37 +500,37 @@ class InferConfig(Section):
         default_factory=lambda: ["base", "sft", "grpo"],
         description="Which models of the experiment to evaluate on every benchmark.",
     )
-    openai_base_url: str | None = None
-    openai_model: str | None = None
+    openai: OpenAIGenerationConfig | None = Field(
+        None, description="The server of the openai backend (base_url, model, retries, cache)."
+    )
 
     @model_validator(mode="after")
-    def _openai_needs_url(self) -> InferConfig:
-        if self.backend == "openai" and not self.openai_base_url:
+    def _openai_needs_endpoint(self) -> InferConfig:
+        if self.backend == "openai" and self.openai is None:
             raise KeyProblems(
                 (
-                    "openai_base_url",
-                    "infer.backend is 'openai' but infer.openai_base_url is not set",
+                    "openai",
+                    "infer.backend is 'openai' but infer.openai (base_url, model) is not set",
                 )
             )
         return self
 
 
 # -------------------------------------------------------------------------------------- score
-class JudgeConfig(Section):
+class JudgeConfig(EndpointConfig):
     """An LLM judge behind any OpenAI-compatible endpoint. The key comes from the environment."""
 
-    base_url: str
-    model: str
-    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key.")
+    model: str = Field(description="Served model name of the judge.")
     mode: Literal["fallback", "always"] = Field(
         "fallback",
         description="fallback: judge only items the rules mark wrong; always: judge all.",
     )
     temperature: NonNegativeFloat = 0.0
     max_tokens: PositiveInt = 16
-    timeout_s: PositiveFloat = 60.0
-    max_retries: NonNegativeInt = 3
     concurrency: PositiveInt = Field(4, description="Judge calls in flight at once.")
+    backoff_s: NonNegativeFloat = Field(
+        1.0, description="Wait before the first retry; doubles per retry, at most 30 s."
+    )
     on_failure: Literal["error", "score_zero"] = Field(
         "error",
         description="A judge call that fails or a reply that does not parse: error (the stage "
@@ -498,6 +541,12 @@ class JudgeConfig(Section):
 class ScoreConfig(Section):
     iou_threshold: Annotated[float, Field(gt=0, le=1)] = 0.5
     judge: JudgeConfig | None = None
+    generation_failures: Literal["error", "score_zero"] = Field(
+        "error",
+        description="Predictions the infer stage recorded as failed (the openai backend got no "
+        "response): error (the stage fails, naming them) or score_zero (each scores 0 with "
+        "method 'failed', and the scores file counts them).",
+    )
     confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
     bootstrap_resamples: PositiveInt = 2000
 

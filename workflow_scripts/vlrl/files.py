@@ -100,11 +100,19 @@ def write_jsonl(path: Path | str, rows: Iterable[dict[str, Any]]) -> None:
 
 
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
-    """Read a JSONL file; a bad line raises ValueError naming the file and line number."""
+    """Read a UTF-8 JSONL file; a bad line (not UTF-8, not JSON) raises ValueError naming the
+    file and line number."""
     path = Path(path)
     rows = []
-    with path.open() as fh:
-        for lineno, line in enumerate(fh, 1):
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{path}:{lineno}: not valid UTF-8 (byte {raw[exc.start]:#04x} at column "
+                    f"{exc.start + 1})"
+                ) from None
             if not line.strip():
                 continue
             try:

@@ -1,23 +1,28 @@
 """Generation backends: ``hf`` (transformers generate), ``vllm`` (GPU), ``openai`` (any
-OpenAI-compatible server). Each turns (conversation, images) pairs into response texts.
+OpenAI-compatible server). Each turns (conversation, images) pairs into response texts; the
+``openai`` backend gives a :class:`vlrl.endpoints.Failure` instead where a request failed for good
+(the local backends raise).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PIL import Image
 
 from vlrl.config import InferConfig
 from vlrl.errors import StageError
 
+if TYPE_CHECKING:
+    from vlrl.endpoints import Failure
+
 
 class Generator(Protocol):
-    """What every backend offers."""
+    """What every backend offers: one response text, or a failure, per conversation."""
 
     def generate(
         self, conversations: list[list[dict[str, Any]]], images: list[list[Image.Image]]
-    ) -> list[str]: ...
+    ) -> list[str | Failure]: ...
 
 
 def make_generator(cfg: InferConfig, model_dir: str, seed: int) -> Generator:

@@ -78,6 +78,9 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+#: The chat template's own words: the role names and its default system prompt, in every
+#: conversation (tokenizer corpus, vlrl.stages.base_model).
+CHAT_TEMPLATE_TEXTS = ["system\nYou are a helpful assistant.", "user\n", "assistant\n"]
 
 
 def build_tokenizer(corpus: list[str], vocab_size: int) -> PreTrainedTokenizerFast:

@@ -7,21 +7,18 @@ decoded prompt plus the full response, the sample's first image as a base64 PNG 
 
 Differences from the released client, which are deliberate:
 
-- Concurrency: requests go out concurrently through ``openai.AsyncOpenAI`` (its own retries off),
-  bounded by an ``asyncio.Semaphore(cfg.concurrency)``; the released code is sequential.
-- Retries: connection errors, timeouts, 429 and 5xx are retried ``cfg.max_retries`` times with
-  exponential backoff (``backoff_s · 2^k``, at most 30 s; :func:`vlrl.endpoints.complete`);
-  other HTTP errors are not retried.
+- Requests go through :class:`vlrl.endpoints.EndpointClient`: concurrently (bounded by
+  ``cfg.concurrency``; the released code is sequential), with timeouts, connection errors,
+  408/409/429/5xx and malformed bodies retried ``cfg.max_retries`` times with exponential
+  backoff, the key read from ``os.environ[cfg.api_key_env]`` at call time (never stored, so
+  never pickled) and scrubbed from logged errors and cached replies.
 - Failures are never scored silently. A call that still fails, or a reply in which no extractor
   of ``parse_thinking_score`` matches, gives None for that sample (TRL: not applicable) with
   ``on_failure="missing"``, or 0.0 with ``on_failure="score_zero"`` (the released behaviour);
   either way ``failures`` is counted and a warning with the count is logged.
-- Cache: one JSON file per parsed score under ``cfg.cache_dir`` (write-through, atomic, via
-  :class:`vlrl.endpoints.EndpointCache`), keyed by the sha256 of the request body. Failures are
-  not cached.
-- The API key is read from ``os.environ[cfg.api_key_env]`` at call time, is sent as a bearer
-  token, is never stored on the object (so never pickled) and is scrubbed from logged errors and
-  cached replies.
+- Cache: replies with a parsed score are kept under ``cfg.cache_dir`` (at most
+  ``cfg.cache_max_entries``; :class:`vlrl.endpoints.EndpointCache`), keyed by endpoint, model,
+  :data:`CACHE_VERSION` and the request body. Failures are not cached.
 
 The Trust-GRPO group logic (skip rule, querying only when the outcome score is ≥ 0.2, the trust
 weight, annealing; §A2) is not here: this callable scores every completion it is given.
@@ -29,21 +26,15 @@ weight, annealing; §A2) is not here: this callable scores every completion it i
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import hashlib
 import io
-import json
 import logging
-import os
-from datetime import UTC, datetime
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import openai
-
 from vlrl.config import THINKING_REWARD, ThinkingRewardConfig
-from vlrl.endpoints import CallFailed, EndpointCache, complete, redact_url
+from vlrl.endpoints import EndpointCache, EndpointClient, Failure
 from vlrl.rewards.common import completion_text
 from vlrl.rewards.sophiavl import (
     _SCORE_EXTRACTORS,
@@ -59,15 +50,6 @@ CACHE_VERSION = "sophiavl-thinking-v1"
 """Part of the cache key: bump it when the request text or the parsing change."""
 
 MAX_LOGGED = 10
-
-
-class ThinkingCache(EndpointCache):
-    """Thinking scores in :class:`vlrl.endpoints.EndpointCache` storage (atomic, write-through)."""
-
-    def valid(self, entry: dict[str, Any]) -> bool:
-        """A stored entry is usable when it holds a score in [0, 1]."""
-        score = entry.get("score")
-        return not isinstance(score, bool) and isinstance(score, int | float) and 0 <= score <= 1
 
 
 def parse_score_or_none(reply: str | None) -> float | None:
@@ -92,10 +74,16 @@ def parse_score_or_none(reply: str | None) -> float | None:
     return None
 
 
-def request_key(body: dict[str, Any]) -> str:
-    """sha256 of the request body and :data:`CACHE_VERSION` (never the key or the URL)."""
-    blob = json.dumps({"version": CACHE_VERSION, "body": body}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
+def score_of(reply: str) -> float:
+    """:func:`parse_score_or_none`, raising where it gives None (the endpoint client's ``parse``).
+
+    >>> score_of("<answer>0.4</answer>")
+    0.4
+    """
+    score = parse_score_or_none(reply)
+    if score is None:
+        raise ValueError(f"reply has no score: {reply[:200]!r}")
+    return score
 
 
 def image_png_b64(image: Any) -> str | None:
@@ -142,9 +130,9 @@ class ThinkingReward:
     """``sophiavl.thinking`` (§A3): an async TRL reward function, in [0, 1] or None.
 
     Reads ``prompts`` and, when present, the ``images`` (or ``image``) column; the first image
-    of a row is sent. Picklable: the client and the semaphore are made per call. Counters
-    (``calls`` = requests sent, ``attempts`` = HTTP requests incl. retries, ``failures``,
-    ``cache_hits``) accumulate over the object's life.
+    of a row is sent. Picklable (the endpoint client holds no connection between calls).
+    Counters (``calls`` = requests sent, ``attempts`` = HTTP requests incl. retries,
+    ``failures``, ``cache_hits``) accumulate over the object's life.
 
     >>> import pickle
     >>> r = ThinkingReward(ThinkingRewardConfig(base_url="http://127.0.0.1:1/v1", model="m"))
@@ -155,25 +143,29 @@ class ThinkingReward:
     def __init__(self, cfg: ThinkingRewardConfig) -> None:
         self.cfg = cfg
         self.__name__ = NAME
-        self.calls = 0
-        self.attempts = 0
-        self.failures = 0
-        self.cache_hits = 0
+        cache = EndpointCache(cfg.cache_dir, cfg.cache_max_entries) if cfg.cache_dir else None
+        self.client = EndpointClient(cfg, CACHE_VERSION, cache, label=NAME)
 
     @property
-    def cache(self) -> ThinkingCache | None:
-        return ThinkingCache(self.cfg.cache_dir) if self.cfg.cache_dir else None
+    def calls(self) -> int:
+        return self.client.stats.calls
+
+    @property
+    def attempts(self) -> int:
+        return self.client.stats.attempts
+
+    @property
+    def failures(self) -> int:
+        return self.client.stats.failures
+
+    @property
+    def cache_hits(self) -> int:
+        return self.client.stats.cache_hits
 
     def stats(self) -> dict[str, Any]:
         """Counters and where the model is served (never the key)."""
-        return {
-            "base_url": redact_url(self.cfg.base_url),
-            "model": self.cfg.model,
-            "calls": self.calls,
-            "attempts": self.attempts,
-            "failures": self.failures,
-            "cache_hits": self.cache_hits,
-        }
+        meta = self.client.metadata()
+        return {k: meta[k] for k in ("base_url", "model", *asdict(self.client.stats))}
 
     async def __call__(
         self, completions: list[Any], prompts: list[Any] | None = None, **kwargs: Any
@@ -188,33 +180,20 @@ class ThinkingReward:
             thinking_request(self.cfg.model, prompt_text(p), completion_text(c), image_png_b64(im))
             for c, p, im in zip(completions, prompts, images, strict=True)
         ]
-        secret = os.environ.get(self.cfg.api_key_env) or ""
-        cache = self.cache
-        semaphore = asyncio.Semaphore(self.cfg.concurrency)
-        httpx_log = logging.getLogger("httpx")
-        if httpx_log.level == logging.NOTSET:  # one INFO line per request
-            httpx_log.setLevel(logging.WARNING)
-        client = openai.AsyncOpenAI(
-            base_url=self.cfg.base_url,
-            api_key=secret or "EMPTY",
-            timeout=self.cfg.timeout_s,
-            max_retries=0,
-        )
         failed_before = self.failures
-
-        async def one(index: int, body: dict[str, Any]) -> float | None:
-            async with semaphore:
-                score, error = await self._score_one(client, cache, body, secret)
-            if score is not None:
-                return score
-            self.failures += 1
-            level = logging.WARNING if self.failures <= MAX_LOGGED else logging.DEBUG
-            log.log(level, "%s: sample %d failed: %s", NAME, index, error)
-            return 0.0 if self.cfg.on_failure == "score_zero" else None
-
-        async with client:
-            scores = list(await asyncio.gather(*(one(i, b) for i, b in enumerate(bodies))))
-        failed = self.failures - failed_before
+        results = await self.client.acomplete(bodies, parse=score_of)
+        failed_as = 0.0 if self.cfg.on_failure == "score_zero" else None
+        scores: list[float | None] = []
+        failed = 0
+        for index, result in enumerate(results):
+            if isinstance(result, Failure):
+                failed += 1
+                # The first failures of the reward's life in full, the rest only with --verbose.
+                level = logging.WARNING if failed_before + failed <= MAX_LOGGED else logging.DEBUG
+                log.log(level, "%s: sample %d failed: %s", NAME, index, result)
+                scores.append(failed_as)
+            else:
+                scores.append(result.value)
         if failed:
             log.warning(
                 "%s: %d of %d samples failed (scored as %s); totals: %d failures, %d calls, "
@@ -222,76 +201,23 @@ class ThinkingReward:
                 NAME,
                 failed,
                 len(bodies),
-                "0.0" if self.cfg.on_failure == "score_zero" else "None",
+                failed_as,
                 self.failures,
                 self.calls,
                 self.cache_hits,
             )
         return scores
 
-    async def _score_one(
-        self,
-        client: openai.AsyncOpenAI,
-        cache: ThinkingCache | None,
-        body: dict[str, Any],
-        secret: str,
-    ) -> tuple[float | None, str | None]:
-        key = request_key(body)
-        if cache is not None and (entry := cache.get(key)) is not None:
-            self.cache_hits += 1
-            return float(entry["score"]), None
-        self.calls += 1
-        try:
-            reply = await self._call(client, body)
-        except CallFailed as failed:
-            exc = failed.error
-            status = getattr(exc, "status_code", None)
-            head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
-            text = f"{head} after {failed.attempts} attempt(s): {str(exc)[:300]}"
-            return None, _scrub(text, secret)
-        reply = _scrub(reply, secret)
-        score = parse_score_or_none(reply)
-        if score is None:
-            return None, f"reply has no score: {reply[:200]!r}"
-        if cache is not None:
-            cache.put(
-                key,
-                {
-                    "model": self.cfg.model,
-                    "version": CACHE_VERSION,
-                    "reply": reply,
-                    "score": score,
-                    "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                },
-            )
-        return score, None
-
-    async def _call(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> str:
-        def counted() -> None:
-            self.attempts += 1
-
-        return await complete(
-            client,
-            body,
-            max_retries=self.cfg.max_retries,
-            backoff_s=self.cfg.backoff_s,
-            on_attempt=counted,
-            label=NAME,
-        )
-
-
-def _scrub(text: str, secret: str) -> str:
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-    return text
-
 
 def get_thinking_reward(cfg: ThinkingRewardConfig | dict[str, Any]) -> ThinkingReward:
-    """A configured ``sophiavl.thinking`` reward (validates the config eagerly).
+    """A configured ``sophiavl.thinking`` reward (validates the config eagerly, and checks that
+    the key is set when ``api_key_required``: a missing key fails here, not at the first step).
 
     >>> get_thinking_reward({"base_url": "http://127.0.0.1:1/v1", "model": "m"}).cfg.concurrency
     8
     """
     if not isinstance(cfg, ThinkingRewardConfig):
         cfg = ThinkingRewardConfig.model_validate(cfg)
-    return ThinkingReward(cfg)
+    reward = ThinkingReward(cfg)
+    reward.client.api_key()
+    return reward

@@ -7,36 +7,26 @@ fails after the retries, is a *failure*: it is never scored as right or wrong he
 stage decides what a failure means (``score.judge.on_failure``: fail the stage, or score 0 and
 count it).
 
-- Client: the official ``openai`` ``AsyncOpenAI`` (its own retries off); concurrency is bounded
-  by an ``asyncio.Semaphore(cfg.concurrency)``; connection errors, timeouts, 429 and 5xx are
-  retried ``cfg.max_retries`` times with exponential backoff (:func:`vlrl.endpoints.complete`);
-  other HTTP errors are not retried.
-- Cache: :class:`JudgeCache`, one JSON file per verdict under ``results/<exp>/judge_cache/``,
-  keyed by the sha256 of judge model, prompt version, question, reference, candidate and
-  decoding parameters. Only parsed verdicts are cached, so a rerun asks again about failures.
-- The API key is read from ``os.environ[cfg.api_key_env]`` and never written anywhere: error
-  texts and replies are scrubbed of it before they are logged or stored.
+Calls go through :class:`vlrl.endpoints.EndpointClient` (bounded concurrency, retries with
+backoff, the API key from ``$api_key_env``, scrubbing; see there what is retried). Verdicts are
+kept in its :class:`~vlrl.endpoints.EndpointCache` under ``results/<exp>/judge_cache/``, keyed by
+endpoint, judge model, :data:`PROMPT_VERSION` and the request (prompt and decoding parameters).
+Only parsed verdicts are cached, so a rerun asks again about failures.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
-import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import openai
-
 from vlrl import paths
 from vlrl.config import JudgeConfig
-from vlrl.endpoints import CallFailed, EndpointCache, complete, redact_url
+from vlrl.endpoints import EndpointCache, EndpointClient, Failure
 
 log = logging.getLogger(__name__)
 
@@ -156,45 +146,16 @@ def parse_verdict(reply: str | None) -> int | None:
     return int(match.group(1) or match.group(2))
 
 
-# ----------------------------------------------------------------------------------- cache
-class JudgeCache(EndpointCache):
-    """Judge verdicts (:class:`vlrl.endpoints.EndpointCache` storage), keyed by :meth:`key`.
+def verdict_of(reply: str) -> int:
+    """:func:`parse_verdict`, raising where it gives None (the endpoint client's ``parse``).
 
-    >>> import tempfile
-    >>> cache = JudgeCache(Path(tempfile.mkdtemp()) / "judge_cache")
-    >>> key = JudgeCache.key("judge-m", "Q?", "3", "three", {"temperature": 0.0})
-    >>> cache.put(key, {"verdict": 1, "reply": "1"})
-    >>> cache.get(key)["verdict"]
+    >>> verdict_of("Verdict: 1")
     1
     """
-
-    @staticmethod
-    def key(
-        model: str,
-        question: str,
-        reference: str,
-        candidate: str,
-        params: dict[str, Any],
-        prompt_version: str = PROMPT_VERSION,
-    ) -> str:
-        """sha256 of everything that determines a verdict."""
-        blob = json.dumps(
-            {
-                "model": model,
-                "prompt_version": prompt_version,
-                "question": question,
-                "reference": reference,
-                "candidate": candidate,
-                "params": params,
-            },
-            sort_keys=True,
-            ensure_ascii=False,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def valid(self, entry: dict[str, Any]) -> bool:
-        """Whether a stored entry holds a usable result (here: a 0/1 verdict)."""
-        return entry.get("verdict") in (0, 1)
+    verdict = parse_verdict(reply)
+    if verdict is None:
+        raise ValueError(f"reply is not a 0/1 verdict: {reply[:200]!r}")
+    return verdict
 
 
 # ----------------------------------------------------------------------------------- judge
@@ -218,17 +179,6 @@ class JudgeOutcome:
     cached: bool = False
 
 
-@dataclass
-class JudgeStats:
-    calls: int = 0
-    """Items sent to the endpoint (cache misses)."""
-    attempts: int = 0
-    """HTTP requests made, retries included."""
-    failures: int = 0
-    cache_hits: int = 0
-    errors: list[str] = field(default_factory=list)
-
-
 MAX_LOGGED = 10
 
 
@@ -237,42 +187,42 @@ class Judge:
 
     Args:
         cfg: the judge section of the experiment config.
-        cache: where verdicts are kept (None: no cache).
-        backoff_s: first retry delay; doubles per retry, at most 30 s.
+        cache_dir: where verdicts are kept (None: no cache); at most ``cfg.cache_max_entries``.
     """
 
-    def __init__(self, cfg: JudgeConfig, cache: JudgeCache | None = None, backoff_s: float = 1.0):
+    def __init__(self, cfg: JudgeConfig, cache_dir: Path | None = None):
         self.cfg = cfg
-        self.cache = cache
-        self.backoff_s = backoff_s
-        self.stats = JudgeStats()
-        self._secret = os.environ.get(cfg.api_key_env) or ""
+        cache = EndpointCache(cache_dir, cfg.cache_max_entries) if cache_dir is not None else None
+        self.client = EndpointClient(cfg, PROMPT_VERSION, cache, label="judge")
+        self.stats = self.client.stats
+        self.errors: list[str] = []  # "<item id>: <why>" of every failure, for the stage's error
 
     @property
     def params(self) -> dict[str, Any]:
-        """Decoding parameters (part of the cache key)."""
+        """Decoding parameters (part of the request, so of the cache key)."""
         return {"temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens}
 
     def metadata(self) -> dict[str, Any]:
         """What the scores file records about the judge (never the key)."""
+        meta = self.client.metadata()
         return {
             "model": self.cfg.model,
-            "base_url": redact_url(self.cfg.base_url),
+            "base_url": meta["base_url"],
             "mode": self.cfg.mode,
             "prompt_version": PROMPT_VERSION,
             **self.params,
             "on_failure": self.cfg.on_failure,
-            "calls": self.stats.calls,
-            "attempts": self.stats.attempts,
-            "failures": self.stats.failures,
-            "cache_hits": self.stats.cache_hits,
+            **{k: meta[k] for k in ("calls", "attempts", "failures", "cache_hits")},
         }
 
-    def scrub(self, text: str) -> str:
-        """``text`` with the API key (if any is set) replaced by ``***``."""
-        if self._secret and len(self._secret) >= 4:
-            text = text.replace(self._secret, "***")
-        return text
+    def body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The chat-completion request for one item."""
+        prompt = build_prompt(request.question, request.reference, request.candidate)
+        return {
+            "model": self.cfg.model,
+            "messages": [{"role": "user", "content": prompt}],
+            **self.params,
+        }
 
     def judge(
         self, requests: Sequence[JudgeRequest], progress: Callable[[], None] | None = None
@@ -284,96 +234,18 @@ class Judge:
         self, requests: Sequence[JudgeRequest], progress: Callable[[], None] | None = None
     ) -> list[JudgeOutcome]:
         """Judge ``requests`` inside a running event loop; outcomes are in the same order."""
-        semaphore = asyncio.Semaphore(self.cfg.concurrency)
-        httpx_log = logging.getLogger("httpx")
-        if httpx_log.level == logging.NOTSET:  # one INFO line per request drowns the progress
-            httpx_log.setLevel(logging.WARNING)
-        client = openai.AsyncOpenAI(
-            base_url=self.cfg.base_url,
-            api_key=self._secret or "EMPTY",
-            timeout=self.cfg.timeout_s,
-            max_retries=0,
+        results = await self.client.acomplete(
+            [self.body(r) for r in requests], parse=verdict_of, progress=progress
         )
-
-        async def one(request: JudgeRequest) -> JudgeOutcome:
-            async with semaphore:
-                outcome = await self._judge_one(client, request)
-            if outcome.verdict is None:
-                self.stats.failures += 1
-                message = f"{request.item_id}: {outcome.error}"
-                self.stats.errors.append(message)
+        outcomes = []
+        for request, result in zip(requests, results, strict=True):
+            if isinstance(result, Failure):
+                message = f"{request.item_id}: {result}"
+                self.errors.append(message)
                 # The first failures in full; the rest only with --verbose (the count is reported).
-                level = logging.WARNING if self.stats.failures <= MAX_LOGGED else logging.DEBUG
+                level = logging.WARNING if len(self.errors) <= MAX_LOGGED else logging.DEBUG
                 log.log(level, "judge failure on item %s", message)
-            if progress is not None:
-                progress()
-            return outcome
-
-        async with client:
-            return list(await asyncio.gather(*(one(r) for r in requests)))
-
-    async def _judge_one(self, client: openai.AsyncOpenAI, request: JudgeRequest) -> JudgeOutcome:
-        key = JudgeCache.key(
-            self.cfg.model, request.question, request.reference, request.candidate, self.params
-        )
-        if self.cache is not None and (entry := self.cache.get(key)) is not None:
-            self.stats.cache_hits += 1
-            return JudgeOutcome(int(entry["verdict"]), entry.get("reply"), cached=True)
-
-        self.stats.calls += 1
-        prompt = build_prompt(request.question, request.reference, request.candidate)
-        try:
-            reply = await self._call(client, prompt)
-        except CallFailed as failed:
-            return JudgeOutcome(None, None, error=self._describe(failed))
-        reply = self.scrub(reply)
-        verdict = parse_verdict(reply)
-        if verdict is None:
-            return JudgeOutcome(None, reply, error=f"reply is not a 0/1 verdict: {reply[:200]!r}")
-        if self.cache is not None:
-            self.cache.put(
-                key,
-                {
-                    "model": self.cfg.model,
-                    "prompt_version": PROMPT_VERSION,
-                    "params": self.params,
-                    "question": request.question,
-                    "reference": request.reference,
-                    "candidate": request.candidate,
-                    "reply": reply,
-                    "verdict": verdict,
-                    "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                },
-            )
-        return JudgeOutcome(verdict, reply)
-
-    async def _call(self, client: openai.AsyncOpenAI, prompt: str) -> str:
-        """One chat completion, retried on transient errors; the reply text ('' if none).
-
-        Raises:
-            CallFailed: with the last error and the number of attempts made.
-        """
-
-        def counted() -> None:
-            self.stats.attempts += 1
-
-        body = {
-            "model": self.cfg.model,
-            "messages": [{"role": "user", "content": prompt}],
-            "temperature": self.cfg.temperature,
-            "max_tokens": self.cfg.max_tokens,
-        }
-        return await complete(
-            client,
-            body,
-            max_retries=self.cfg.max_retries,
-            backoff_s=self.backoff_s,
-            on_attempt=counted,
-            label="judge",
-        )
-
-    def _describe(self, failed: CallFailed) -> str:
-        exc = failed.error
-        status = getattr(exc, "status_code", None)
-        head = type(exc).__name__ + (f" (HTTP {status})" if status else "")
-        return self.scrub(f"{head} after {failed.attempts} attempt(s): {str(exc)[:300]}")
+                outcomes.append(JudgeOutcome(None, result.text, error=str(result)))
+            else:
+                outcomes.append(JudgeOutcome(result.value, result.text, cached=result.cached))
+        return outcomes

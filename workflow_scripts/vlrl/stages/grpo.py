@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from vlrl.config import THINKING_REWARD, ExperimentConfig, GRPOConfig
 from vlrl.data.convert import to_conversation
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir, write_json
+from vlrl.launch import run_group
 from vlrl.prompts import get_prompt
 from vlrl.records import Record, read_records
 from vlrl.rewards import get_reward
@@ -302,7 +305,7 @@ def split_log_history(history: list[dict[str, Any]]) -> tuple[list[dict[str, Any
 
 
 def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
-    """Train ``results/<exp>/grpo`` with TRL GRPO.
+    """Train ``results/<exp>/grpo`` with TRL GRPO, in ``grpo.processes`` processes.
 
     Returns:
         The run times TRL logged (``step_time`` per logged step, ``train_runtime``, ...), which
@@ -312,14 +315,45 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         raise StageError(
             f"experiment {exp}: grpo.enabled is false; the workflow should not run grpo"
         )
-    from dvclive import Live
-    from transformers import set_seed
-
     start = paths.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
     data_dir = paths.data_dir(exp)
     for needed in (data_dir / "train.jsonl", start / "config.json"):
         if not needed.is_file():
             raise StageError(f"grpo: input {needed} is missing; run the earlier stages first")
+    check_backends(cfg.grpo)
+    checkpoints = paths.grpo_checkpoints_dir(exp)
+    resume_from = resume_point(checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume)
+    with atomic_dir(paths.grpo_dir(exp)) as out:
+        if cfg.grpo.processes == 1:
+            times = train(exp, cfg, out, resume_from)
+        else:
+            times = train_in_ranks(exp, cfg, out, resume_from)
+    shutil.rmtree(checkpoints, ignore_errors=True)
+    steps = times["step_time"]
+    log.info(
+        "grpo: run times (kept out of %s): median step %s s, %s",
+        paths.grpo_dir(exp),
+        f"{statistics.median(steps):.3f}" if steps else "-",
+        json.dumps({**times, "step_time": [round(s, 4) for s in steps]}),
+    )
+    log.info("grpo: wrote %s", paths.grpo_dir(exp))
+    return times
+
+
+def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -> dict[str, Any]:
+    """One training process: build the dataset, policy, rewards and trainer, train, and (on
+    the main process) save the policy and ``train_summary.json`` into ``out``.
+
+    Under torchrun every rank runs this; accelerate reads the rank from the environment.
+
+    Returns:
+        The run times of the log history (see :func:`split_log_history`).
+    """
+    from dvclive import Live
+    from transformers import set_seed
+
+    start = paths.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
+    data_dir = paths.data_dir(exp)
     set_seed(cfg.seed)
     records = select_tasks(read_records(data_dir / "train.jsonl"), cfg.grpo)
     dataset = build_dataset(records, data_dir, cfg)
@@ -333,35 +367,36 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         dict(cfg.grpo.rewards),
         start,
     )
-
-    check_backends(cfg.grpo)
-    checkpoints = paths.grpo_checkpoints_dir(exp)
-    resume_from = resume_point(checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume)
-    with atomic_dir(paths.grpo_dir(exp)) as out:
-        # dvcyaml=None: dvclive must not edit the generated dvc.yaml (plots are declared there).
+    main = int(os.environ.get("RANK", "0")) == 0
+    # dvcyaml=None: dvclive must not edit the generated dvc.yaml (plots are declared there).
+    # Only the main process logs: another rank's Live would reset the directory.
+    callbacks = []
+    if main:
         live = Live(
             dir=str(out / DVCLIVE), dvcyaml=None, save_dvc_exp=False, report=None, resume=False
         )
-        trainer = build_trainer(
-            cfg.grpo,
-            model=model,
-            reward_funcs=rewards,
-            args=trl_config(cfg.grpo, checkpoints, cfg.seed),
-            train_dataset=dataset,
-            processing_class=processor,
-            peft_config=peft_config(cfg.grpo),
-            callbacks=[dvclive_callback(live)],
-        )
-        log.info(
-            "grpo: %s, %d trainable parameters",
-            cfg.grpo.algorithm,
-            sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
-        )
-        result = trainer.train(resume_from_checkpoint=resume_from)
-        final = out / paths.GRPO_FINAL
-        trainer.save_model(str(final))
+        callbacks.append(dvclive_callback(live))
+    trainer = build_trainer(
+        cfg.grpo,
+        model=model,
+        reward_funcs=rewards,
+        args=trl_config(cfg.grpo, paths.grpo_checkpoints_dir(exp), cfg.seed),
+        train_dataset=dataset,
+        processing_class=processor,
+        peft_config=peft_config(cfg.grpo),
+        callbacks=callbacks,
+    )
+    log.info(
+        "grpo: %s, %d trainable parameters",
+        cfg.grpo.algorithm,
+        sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
+    )
+    result = trainer.train(resume_from_checkpoint=resume_from)
+    final = out / paths.GRPO_FINAL
+    trainer.save_model(str(final))  # on the main process only
+    history, times = split_log_history(trainer.state.log_history)
+    if main:
         processor.save_pretrained(str(final))
-        history, times = split_log_history(trainer.state.log_history)
         write_json(
             out / "train_summary.json",
             {
@@ -375,13 +410,107 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
                 "log_history": history,
             },
         )
-    shutil.rmtree(checkpoints, ignore_errors=True)
-    steps = times["step_time"]
-    log.info(
-        "grpo: run times (kept out of %s): median step %s s, %s",
-        paths.grpo_dir(exp),
-        f"{statistics.median(steps):.3f}" if steps else "-",
-        json.dumps({**times, "step_time": [round(s, 4) for s in steps]}),
-    )
-    log.info("grpo: wrote %s", paths.grpo_dir(exp))
     return times
+
+
+RANK_CONFIG = "vlrl_rank_config.json"
+RANK_TIMES = "vlrl_rank_times.json"
+
+
+def train_in_ranks(
+    exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None
+) -> dict[str, Any]:
+    """:func:`train` in ``cfg.grpo.processes`` processes under torchrun (gloo on CPU).
+
+    The ranks get the config keys this stage declares (:data:`READS`, resolved, overrides
+    included) as a file, and inherit this process's thread and kernel pins through the
+    environment; they run in their own process group, stopped with the stage.
+    """
+    checkpoints = paths.grpo_checkpoints_dir(exp)
+    config_file = checkpoints / RANK_CONFIG
+    config_file.write_text(json.dumps(declared_config(cfg)))
+    times_file = checkpoints / RANK_TIMES
+    times_file.unlink(missing_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",  # one node, a free port
+        f"--nproc-per-node={cfg.grpo.processes}",
+        "-m",
+        __name__,
+        exp,
+        str(config_file),
+        str(out),
+        resume_from or "",
+    ]
+    log.info("grpo: %d processes: %s", cfg.grpo.processes, " ".join(cmd))
+    returncode = run_group(cmd, os.environ, stdout=sys.stderr)
+    if returncode != 0:
+        raise StageError(f"grpo: the training processes exited with {returncode} (see above)")
+    if not times_file.is_file():
+        raise StageError(f"grpo: the training processes finished without writing {times_file}")
+    return json.loads(times_file.read_text())
+
+
+def declared_config(cfg: ExperimentConfig) -> dict[str, Any]:
+    """The keys of :data:`READS` of ``cfg`` as a nested dict (sections whole).
+
+    >>> from vlrl.config import load_experiment
+    >>> tree = declared_config(load_experiment("tiny_shapes"))
+    >>> sorted(tree), sorted(tree["sft"])
+    (['base_model', 'cpu_kernels', 'cpu_threads', 'grpo', 'prompt', 'seed', 'sft'], ['enabled'])
+    """
+    tree: dict[str, Any] = {}
+    for key in READS:
+        *parents, last = key.split(".")
+        node, branch = cfg, tree
+        for name in parents:
+            node, branch = getattr(node, name), branch.setdefault(name, {})
+        value = getattr(node, last)
+        branch[last] = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+    return tree
+
+
+def _merge(tree: dict[str, Any], update: dict[str, Any]) -> None:
+    """Set ``update``'s leaves in ``tree``; a section of ``update`` that is whole in it (a key
+    of :data:`READS`) replaces the tree's.
+
+    >>> tree = {"a": {"b": 1, "c": 2}, "d": 3}
+    >>> _merge(tree, {"a": {"b": 5}, "d": 4}); tree
+    {'a': {'b': 5, 'c': 2}, 'd': 4}
+    """
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(tree.get(key), dict) and key not in READS:
+            _merge(tree[key], value)
+        else:
+            tree[key] = value
+
+
+def rank_main(argv: list[str]) -> None:
+    """Entry point of one torchrun rank: ``exp config.json out resume_from``.
+
+    The stage's declared keys come from the file (overrides included), the rest from the
+    experiment file alone; reading any of those would silently train without the stage's
+    overrides, so the rank records what it reads and fails on an undeclared key.
+    """
+    from vlrl.config import load_experiment
+    from vlrl.workflow.reads import RecordingConfig, undeclared
+
+    exp, config_file, out, resume_from = argv
+    rank = int(os.environ.get("RANK", "0"))
+    logging.basicConfig(level=logging.INFO, format=f"[rank {rank}] %(message)s")
+    tree = load_experiment(exp).model_dump(mode="json")
+    _merge(tree, json.loads(Path(config_file).read_text()))
+    seen: set[str] = set()
+    config = ExperimentConfig.model_validate(tree)
+    times = train(exp, RecordingConfig(config, seen), Path(out), resume_from or None)
+    missing = undeclared(seen, READS)
+    if missing:
+        raise StageError(f"grpo: the ranks read config keys READS does not declare: {missing}")
+    if rank == 0:
+        Path(config_file).with_name(RANK_TIMES).write_text(json.dumps(times))
+
+
+if __name__ == "__main__":
+    rank_main(sys.argv[1:])

@@ -1,7 +1,9 @@
 """infer stage: predictions of one model of the experiment on one benchmark.
 
 Writes ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl`` (one row per item, the raw
-response kept for the judge), atomically.
+response kept for the judge), atomically. A row's ``error`` is None, or says why the ``openai``
+backend got no response for it after its retries (``response`` is then ""): such items are
+recorded as failed, and the score stage does not score them as answers.
 """
 
 from __future__ import annotations
@@ -109,6 +111,14 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
         with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
             pool.starmap(generate_shard, jobs)
     responses = partial.responses(len(items), infer_cfg.batch_size)
+    failed = sum(not isinstance(r, str) for r in responses)
+    if failed:
+        log.warning(
+            "infer: %d of %d items got no response (recorded with their error in %s)",
+            failed,
+            len(items),
+            out,
+        )
 
     rows = []
     for record, conversation, response in zip(items, conversations, responses, strict=True):
@@ -123,7 +133,8 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
                 "boxes": record.boxes,
                 "images": record.images,
                 "prompt": conversation[-1]["content"][-1]["text"],
-                "response": response,
+                "response": response if isinstance(response, str) else "",
+                "error": None if isinstance(response, str) else response["error"],
                 "model": str(model_dir),
                 "checkpoint": checkpoint,
             }
@@ -173,13 +184,14 @@ class Partial:
             stamp.write_text(self.key)
         return {int(f.stem.removeprefix("batch-")) for f in self.root.glob("batch-*.json")}
 
-    def save(self, start: int, responses: list[str]) -> None:
+    def save(self, start: int, responses: list[str | dict[str, str]]) -> None:
+        """Save one batch: a response text, or ``{"error": why}``, per item."""
         with atomic_file(self.root / f"batch-{start:08d}.json") as fh:
             json.dump(responses, fh, ensure_ascii=False)
 
-    def responses(self, n_items: int, batch_size: int) -> list[str]:
-        """Every item's response, in item order (all batches must be saved)."""
-        out: list[str] = []
+    def responses(self, n_items: int, batch_size: int) -> list[str | dict[str, str]]:
+        """Every item's response (or ``{"error"}``), in item order (all batches must be saved)."""
+        out: list[str | dict[str, str]] = []
         for start in range(0, n_items, batch_size):
             batch = json.loads((self.root / f"batch-{start:08d}.json").read_text())
             if len(batch) != min(batch_size, n_items - start):
@@ -253,4 +265,6 @@ def generate_shard(
             [Image.open(p).convert("RGB") for p in paths_]
             for paths_ in image_paths[start : start + size]
         ]
-        partial.save(start, generator.generate(conversations[start : start + size], images))
+        responses = generator.generate(conversations[start : start + size], images)
+        # A failure (not a text) is kept as its message: the row records it as the error.
+        partial.save(start, [r if isinstance(r, str) else {"error": str(r)} for r in responses])

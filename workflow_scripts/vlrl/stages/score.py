@@ -4,10 +4,11 @@ Input: ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl`` (written by ``in
 Output: ``results/<exp>/scores/<checkpoint>/<bench>.json``, written atomically::
 
     {"experiment", "checkpoint", "benchmark", "n", "accuracy", "ci_low", "ci_high",
-     "per_task": {task: {"n", "accuracy", "ci_low", "ci_high"}},
+     "per_task": {task: {"n", "accuracy", "ci_low", "ci_high"}}, "confidence",
+     "generation_failures",
      "judge": null | {"model", "base_url", "mode", "calls", "failures", "cache_hits", ...},
      "items": [{"id", "task", "problem_type", "extracted", "correct", "score", "method",
-                "judge_reply", "judge_error"}]}
+                "judge_reply", "judge_error", "generation_error"}]}
 
 Every item is scored by the rules (:mod:`vlrl.scoring.rules`). With ``score.judge`` set, an
 LLM judge (:mod:`vlrl.scoring.judge`) then decides the items the rules marked wrong
@@ -18,6 +19,14 @@ that is not a 0/1 verdict) fails the stage, naming the items, unless
 ``score.judge.on_failure: score_zero``: then the item scores 0, ``judge_error`` says why, and
 ``judge.failures`` counts it. Verdicts are cached in ``results/<exp>/judge_cache/``, so a rerun
 after a failure only asks again about the failed items.
+
+A prediction the infer stage recorded as failed (its ``error`` is set: the ``openai`` backend got
+no response after its retries) is not an answer: neither the rules nor the judge see it. By
+default (``score.generation_failures: error``) the stage then fails, naming the items; with
+``score_zero`` its item has ``method: "failed"``, ``extracted: null``, ``generation_error``
+saying why and ``correct = score = 0`` (it counts against accuracy: a model whose server fails
+is not rewarded with a smaller denominator), and ``generation_failures`` counts such items; a
+warning names them.
 
 Accuracy is the mean of ``correct``; intervals are Wilson intervals at ``score.confidence``.
 """
@@ -40,7 +49,6 @@ from vlrl.files import read_jsonl, write_json
 from vlrl.scoring.judge import (
     NOT_JUDGED,
     Judge,
-    JudgeCache,
     JudgeRequest,
     judge_cache_dir,
     render_question,
@@ -76,6 +84,8 @@ def load_predictions(path: Path) -> list[dict[str, Any]]:
             raise StageError(f"score: {path}:{lineno}: missing {missing}")
         if not isinstance(row["response"], str):
             raise StageError(f"score: {path}:{lineno}: response is not text: {row['response']!r}")
+        if not isinstance(row.get("error"), str | None):
+            raise StageError(f"score: {path}:{lineno}: error is not text: {row['error']!r}")
         if row["id"] in seen:
             raise StageError(f"score: {path}:{lineno}: id {row['id']!r} appears twice")
         seen.add(row["id"])
@@ -86,6 +96,22 @@ def rule_scores(rows: list[dict[str, Any]], iou_threshold: float, where: Path) -
     """Score every row by the rules; the item dicts of the scores file."""
     items = []
     for lineno, row in enumerate(rows, 1):
+        if row.get("error"):  # no response: nothing to score (see the module docstring)
+            items.append(
+                {
+                    "id": row["id"],
+                    "task": row.get("task") or row["problem_type"],
+                    "problem_type": row["problem_type"],
+                    "extracted": None,
+                    "correct": 0,
+                    "score": 0.0,
+                    "method": "failed",
+                    "judge_reply": None,
+                    "judge_error": None,
+                    "generation_error": row["error"],
+                }
+            )
+            continue
         try:
             extracted, score, correct = score_item(
                 row["response"],
@@ -108,6 +134,7 @@ def rule_scores(rows: list[dict[str, Any]], iou_threshold: float, where: Path) -
                 "method": "rule",
                 "judge_reply": None,
                 "judge_error": None,
+                "generation_error": None,
             }
         )
     return items
@@ -143,9 +170,10 @@ def apply_judge(
         i
         for i, item in enumerate(items)
         if item["problem_type"] not in NOT_JUDGED
+        and item["method"] != "failed"
         and (judge_cfg.mode == "always" or item["correct"] == 0)
     ]
-    judge = Judge(judge_cfg, JudgeCache(judge_cache_dir(exp)))
+    judge = Judge(judge_cfg, judge_cache_dir(exp))
     log.info(
         "score: judge %s (%s, mode %s): %d of %d items",
         judge_cfg.model,
@@ -187,7 +215,7 @@ def apply_judge(
         flipped,
     )
     if judge.stats.failures and judge_cfg.on_failure == "error":
-        listed = "; ".join(judge.stats.errors[:MAX_LISTED_FAILURES])
+        listed = "; ".join(judge.errors[:MAX_LISTED_FAILURES])
         raise StageError(
             f"score: the judge failed on {judge.stats.failures} of {len(requests)} items "
             f"(first: {listed}). Verdicts so far are cached in {judge_cache_dir(exp)}; rerun, fix "
@@ -216,6 +244,25 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     rows = load_predictions(source)
     log.info("score: %s/%s on %s: %d items from %s", exp, checkpoint, bench, len(rows), source)
     items = rule_scores(rows, cfg.score.iou_threshold, source)
+    failed = [item["id"] for item in items if item["method"] == "failed"]
+    if failed:
+        listed = ", ".join(map(str, failed[:MAX_LISTED_FAILURES]))
+        if cfg.score.generation_failures == "error":
+            raise StageError(
+                f"score: {len(failed)} of {len(items)} predictions in {source} have no response "
+                f"(the infer stage's endpoint failed for them: see their 'error'): {listed}"
+                f"{', …' if len(failed) > MAX_LISTED_FAILURES else ''}. Rerun infer once the "
+                "server answers (dvc repro --force on that infer stage), or set "
+                "score.generation_failures: score_zero to score them 0"
+            )
+        log.warning(
+            "score: %d of %d predictions have no response (generation failed; scored 0, "
+            "method 'failed'): %s%s",
+            len(failed),
+            len(items),
+            listed,
+            ", …" if len(failed) > MAX_LISTED_FAILURES else "",
+        )
     rule_acc = sum(item["correct"] for item in items) / len(items)
     log.info("score: rules: accuracy %.1f%%", 100 * rule_acc)
 
@@ -231,6 +278,7 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
             "benchmark": bench,
             **summary,
             "confidence": cfg.score.confidence,
+            "generation_failures": len(failed),
             "judge": judge_meta,
             "items": items,
         },

@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from vlrl.config import ExperimentConfig, SFTConfig
 from vlrl.data.convert import SHAREGPT_DATASET_INFO, to_sharegpt
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir
+from vlrl.launch import run_group
 from vlrl.prompts import get_prompt
 from vlrl.records import read_records
 from vlrl.threads import MACHINE_KERNEL_VARIABLES, PORTABLE_KERNELS
@@ -188,9 +188,10 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         (work / "train.yaml").write_text(yaml.safe_dump(args, sort_keys=False))
         overrides = [f"output_dir={out}", f"dataset_dir={work}"]
         log.info(
-            "sft: %d samples, %s epochs → llamafactory-cli train",
+            "sft: %d samples, %s epochs, %d process(es) → llamafactory-cli train",
             len(rows),
             cfg.sft.num_train_epochs,
+            cfg.sft.processes,
         )
         env = {
             **os.environ,
@@ -199,14 +200,16 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
             "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
             "PYTHONUNBUFFERED": "1",
         }
+        env.update(distributed_env(cfg.sft.processes, cli, env.get("PATH", "")))
         kernels = {k: env[k] for k in (*PORTABLE_KERNELS, *MACHINE_KERNEL_VARIABLES) if k in env}
         log.info("sft: CPU kernel settings passed to LLaMA-Factory: %s", kernels or "none")
-        proc = subprocess.run(
+        # Its own process group: torchrun's workers are stopped with it if the stage is killed.
+        returncode = run_group(
             [cli, "train", str(work / "train.yaml"), *overrides], env=env, stdout=sys.stderr
         )
-        if proc.returncode != 0:
+        if returncode != 0:
             raise StageError(
-                f"sft: llamafactory-cli train exited with {proc.returncode} (see the log above)"
+                f"sft: llamafactory-cli train exited with {returncode} (see the log above)"
             )
         for needed in ("config.json", "model.safetensors"):
             if not any(out.glob(needed.replace(".safetensors", "*.safetensors"))):
@@ -215,6 +218,30 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         log.info("sft: run times (kept out of %s): %s", final, json.dumps(times))
     log.info("sft: wrote %s", final)
     return times
+
+
+def distributed_env(processes: int, cli: str, path: str) -> dict[str, str]:
+    """LLaMA-Factory's launcher variables for ``processes`` data-parallel processes.
+
+    One process needs none (LLaMA-Factory then decides by the GPUs it sees). More go through
+    torchrun, which LLaMA-Factory finds on PATH beside ``cli``; it picks a free port itself.
+
+    >>> distributed_env(1, "/env/bin/llamafactory-cli", "/usr/bin")
+    {}
+    >>> env = distributed_env(2, "/env/bin/llamafactory-cli", "/usr/bin")
+    >>> env["NPROC_PER_NODE"], env["PATH"]
+    ('2', '/env/bin:/usr/bin')
+    """
+    if processes == 1:
+        return {}
+    return {
+        "FORCE_TORCHRUN": "1",
+        "NNODES": "1",
+        "NODE_RANK": "0",
+        "NPROC_PER_NODE": str(processes),
+        "MASTER_ADDR": "127.0.0.1",
+        "PATH": os.pathsep.join(filter(None, (str(Path(cli).parent), path))),
+    }
 
 
 def _write_json(path: Path, obj: Any) -> None:

@@ -1,0 +1,63 @@
+"""Ways an OpenAI-compatible endpoint misbehaves, shared by the tests of the endpoint client and
+of its three users (judge, thinking reward, ``openai`` generation backend).
+
+Each case is played by the real local server of ``benchmarks/thinking_client.py`` (FastAPI under
+uvicorn on 127.0.0.1; the ``endpoint`` fixture of ``tests/conftest.py``), except a refused
+connection, which is a port nobody listens on. With :data:`OPTIONS` (one retry), a retried
+failure takes 2 attempts and one that fails at once takes 1.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+OPTIONS: dict[str, Any] = {"max_retries": 1, "timeout_s": 0.3, "backoff_s": 0.01}
+"""Endpoint settings that keep the cases fast: one retry, a 0.3 s timeout, 10 ms backoff."""
+
+
+def closed_port_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens (the connection is refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+@dataclass(frozen=True)
+class Misbehaviour:
+    """One way to fail; ``kind`` and ``attempts`` are what the client must report."""
+
+    name: str
+    kind: str
+    attempts: int
+    fail_always: int | str | None = None
+    latency_s: float = 0.0
+    refused: bool = False
+
+    def apply(self, server: Any) -> str:
+        """Make ``server`` misbehave this way; the base URL to call."""
+        server.state.fail_always = self.fail_always
+        server.state.latency_s = self.latency_s
+        return closed_port_url() if self.refused else server.base_url
+
+
+FAILURES = [
+    Misbehaviour("HTTP 500 every time", "http_status", 2, fail_always=500),
+    Misbehaviour("HTTP 503 every time", "http_status", 2, fail_always=503),
+    Misbehaviour("HTTP 429 every time", "http_status", 2, fail_always=429),
+    Misbehaviour("HTTP 401 fails at once", "http_status", 1, fail_always=401),
+    Misbehaviour("HTTP 400 fails at once", "http_status", 1, fail_always=400),
+    Misbehaviour("HTTP 404 fails at once", "http_status", 1, fail_always=404),
+    Misbehaviour("slower than the timeout", "timeout", 2, latency_s=1.0),
+    Misbehaviour("connection refused", "connection", 2, refused=True),
+    Misbehaviour("HTTP 200 with an HTML body", "not_json", 2, fail_always="not_json"),
+    Misbehaviour("HTTP 200 JSON without choices", "no_content", 2, fail_always="no_choices"),
+    Misbehaviour("HTTP 200 JSON with null content", "no_content", 2, fail_always="null_content"),
+]
+
+CASES = [pytest.param(case, id=case.name) for case in FAILURES]
+""":data:`FAILURES` for ``pytest.mark.parametrize``, named."""
