@@ -46,7 +46,7 @@ def entries(cache_dir) -> list:
 @pytest.mark.parametrize("case", CASES)
 def test_misbehaviour_is_a_failure_never_an_exception_nor_cached(endpoint, case, tmp_path):
     base_url = case.apply(endpoint)
-    c = client(base_url, EndpointCache(tmp_path / "cache"))
+    c = client(base_url, EndpointCache(tmp_path / "cache"), **case.settings())
     results = c.complete([body("a"), body("b")])
     assert all(isinstance(r, Failure) for r in results), results
     for result in results:
@@ -107,7 +107,7 @@ def test_failure_messages(endpoint):
     assert failed.message.startswith("connection: APIConnectionError after 2 attempt(s): ")
     endpoint.state.reset()
     endpoint.state.latency_s = 1.0
-    [failed] = client(endpoint.base_url).complete([body()])
+    [failed] = client(endpoint.base_url, timeout_s=0.3).complete([body()])
     assert failed.message == "timeout: APITimeoutError after 2 attempt(s): Request timed out."
 
 

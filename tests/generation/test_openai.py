@@ -70,7 +70,9 @@ def test_served_model_name(endpoint):
 @pytest.mark.parametrize("case", CASES)
 def test_misbehaving_endpoint_gives_failures_not_responses(endpoint, case, tmp_path):
     generator = OpenAIGenerator(
-        "models/m", cfg(case.apply(endpoint), cache_dir=str(tmp_path / "c")), seed=0
+        "models/m",
+        cfg(case.apply(endpoint), cache_dir=str(tmp_path / "c"), **case.settings()),
+        seed=0,
     )
     results = generate(generator, ["a", "b"])  # never raises
     assert all(isinstance(r, Failure) for r in results), results

@@ -252,7 +252,7 @@ def test_misbehaving_endpoint_is_never_scored_nor_cached(
         model="thinking-reward-model",
         cache_dir=str(tmp_path / "c"),
         on_failure=on_failure,
-        **OPTIONS,
+        **case.settings(),
     )
     reward = get_thinking_reward(cfg)
     completions, prompts = batch([0.4, 0.6])

@@ -141,7 +141,7 @@ REQUESTS = [JudgeRequest("a", "Q1?", "3", "three"), JudgeRequest("b", "Q2?", "re
 
 @pytest.mark.parametrize("case", CASES)
 def test_misbehaving_endpoint_gives_no_verdict_and_caches_nothing(endpoint, case, tmp_path):
-    judge = Judge(_fake_cfg(case.apply(endpoint)), tmp_path / "judge_cache")
+    judge = Judge(_fake_cfg(case.apply(endpoint), **case.settings()), tmp_path / "judge_cache")
     outcomes = judge.judge(REQUESTS)  # never raises
     assert [o.verdict for o in outcomes] == [None, None]  # never right, never wrong
     for outcome in outcomes:
