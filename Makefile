@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONHASHSEED := 0
 
-.PHONY: setup run run-snakemake resume test test-fast lint format lock dvc-yaml clean
+.PHONY: setup run run-snakemake resume test reproduce test-fast lint format lock dvc-yaml clean
 
 setup: $(STAMPS)/main $(STAMPS)/sft
 
@@ -47,12 +47,18 @@ resume: setup
 	snakemake --unlock --cores 1
 	snakemake --profile profiles/local
 
-## test: set up, then lint, dry-run the DAG, unit tests and the tiny end-to-end run
+## test: set up, then lint, dry-run the DAG, unit tests and shrunk end-to-end runs (about 20 min)
 test: setup
 	ruff check .
 	ruff format --check .
 	snakemake --lint
-	pytest -n 2 --dist loadfile --timeout 3600 --durations 15
+	pytest -m "not reproduction" -n 2 --dist loadfile --timeout 3600 --durations 15
+
+## reproduce: the whole default from scratch in a fresh git + DVC copy: the committed dvc.lock
+## and metrics byte for byte, SFT above base and SFT+GRPO above SFT beyond their intervals,
+## dvc exp / plots (about 16 min; both cores)
+reproduce: setup
+	pytest -m reproduction --timeout 3600 -v tests/pipeline/test_tiny_shapes.py
 
 ## test-fast: unit tests only (no training)
 test-fast: setup

@@ -24,6 +24,7 @@ TOOLS = ("make", "vlrl", "dvc", "snakemake", "pytest", "source", "git")
 EXPENSIVE = (
     "make run",
     "make test",
+    "make reproduce",
     "make run-snakemake",
     "make resume",
     "make setup",

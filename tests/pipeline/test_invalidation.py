@@ -47,8 +47,23 @@ REPORT = [f"report--{EXP}"]
 def built(tmp_path_factory: pytest.TempPathFactory) -> Project:
     project = Project(tmp_path_factory.mktemp("invalidation"))
     project.set_values(EXP_FILE, SHRUNK)
-    project("dvc", "repro")
+    project.repro_log = project("dvc", "repro")
     return project
+
+
+def test_the_shrunk_default_runs_every_stage(built: Project) -> None:
+    """`make test`'s end-to-end run (the full-size default is `make reproduce`'s): every stage
+    ran and left what the report, `dvc exp show` and `dvc plots show` read."""
+    for stage in ("data", "base_model", "sft", "grpo", "merge", "infer", "score", "report"):
+        assert f"Running stage '{stage}--" in built.repro_log, stage
+    report = built.root / "reports" / EXP
+    for name in ("results.md", "results.csv", "comparisons.md", "accuracy.png", "index.html"):
+        assert (report / name).is_file(), name
+    metrics = json.loads((built.root / "results" / EXP / "metrics.json").read_text())
+    assert set(metrics[BENCH]) == {"base", "sft", "grpo"}
+    curves = built.root / "results" / EXP / "grpo" / "dvclive" / "plots" / "metrics"
+    names = {p.relative_to(curves).as_posix() for p in curves.rglob("*.tsv")}
+    assert {"reward.tsv", "kl.tsv", "completions/mean_length.tsv"} <= names, sorted(names)
 
 
 def snakemake_plan(project: Project) -> tuple[set[str], set[str]]:

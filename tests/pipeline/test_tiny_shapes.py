@@ -1,4 +1,5 @@
-"""The embedded default, end to end, as a user runs it: `dvc repro` in a fresh git + DVC copy.
+"""The embedded default, end to end, as a user runs it: `dvc repro` in a fresh git + DVC copy
+(`make reproduce`).
 
 This is the learning-signal test: at a fixed seed, SFT must beat the base model and SFT+GRPO
 must beat SFT on the held-out shapes benchmark, each by more than the paired 95% confidence
@@ -16,9 +17,11 @@ import pandas as pd
 import pytest
 from scratch_project import Project
 
-# `make test` distributes by file (--dist loadfile): one worker runs this module, so the
-# module-scoped pipeline runs once, not once per worker.
-pytestmark = pytest.mark.slow
+# `make reproduce` runs this module, `make test` does not: the whole default costs about 1500 CPU
+# seconds (16 min on 2 cores), more than the rest of the suite together, and run beside the
+# suite it slows both. The suite's own end-to-end runs are shrunk copies of the default
+# (tests/pipeline/test_invalidation.py runs every stage with `dvc repro`). CI runs both.
+pytestmark = [pytest.mark.slow, pytest.mark.reproduction]
 
 EXP, BENCH = "tiny_shapes", "shapes_test"
 
