@@ -117,22 +117,10 @@ def endpoint(endpoint_server):
     return endpoint_server
 
 
-# The longest test files, slowest first (seconds on an idle 2-core machine, 2026-11-23): under
-# `--dist loadfile` each file runs on one worker, and a worker takes its next file when two of its
-# tests are left; starting the long files first leaves short files for the end, which both
-# workers share instead of one finishing a long file while the other idles.
-LONGEST_FIRST = (
-    "tests/pipeline/test_tiny_shapes.py",  # 940+
-    "tests/algorithms/test_recipes.py",  # 560
-    "tests/pipeline/test_invalidation.py",  # 400
-    "tests/pipeline/test_determinism.py",  # 240
-    "tests/pipeline/test_orchestration.py",  # 110
-    "tests/stages/test_infer.py",  # 80
-    "tests/pipeline/test_interrupted.py",  # 56
-    "tests/rewards/test_never_raise.py",  # 56
-    "tests/stages/test_sft.py",  # 52
-    "tests/workflow/test_snakefile.py",  # 41
-)
+# The longest test file first: under `--dist loadfile` each file runs on one worker, so starting
+# it first lets the other files run beside it instead of after it. Not every long file first:
+# that pairs the multi-process pipeline tests with each other (docs/performance.md).
+LONGEST_FIRST = ("tests/pipeline/test_invalidation.py",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
