@@ -17,6 +17,7 @@ validate(config, "config/schema/params.schema.yaml")
 
 
 include: "rules/common.smk"
+include: "rules/download.smk"
 include: "rules/data.smk"
 include: "rules/model.smk"
 include: "rules/sft.smk"

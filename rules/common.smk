@@ -25,6 +25,7 @@ from vlrl.workflow.stage_deps import code_files, declared_reads
 wildcard_constraints:
     exp=r"[^/]+",
     model=r"[^/]+",
+    dataset=r"[^/]+",
     bench=r"[^/]+",
     checkpoint=r"base|sft|grpo",
 
@@ -54,8 +55,9 @@ def stage_params(stage):
     """Input function: results/<exp>/params/<stage>.yaml, the resolved values of the config keys
     the stage reads, brought up to date as the DAG is built (rewritten only when they change,
     so its time tells Snakemake, and its hash DVC, exactly when the stage must rerun)."""
-    if stage == resolve.MODEL_STAGE:
-        return lambda wildcards: resolve.ensure(stage, wildcards.model)
+    if stage in resolve.RESOURCE_STAGES:
+        wildcard = resolve.RESOURCE_STAGES[stage].wildcard
+        return lambda wildcards: resolve.ensure(stage, getattr(wildcards, wildcard))
     return lambda wildcards: resolve.ensure(stage, wildcards.exp, _resolved_experiment(wildcards.exp))
 
 

@@ -160,3 +160,24 @@ def test_cli_exits_2_and_names_file_and_key(project):
     out = subprocess.run([str(BIN / "vlrl"), "check"], env=env, capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
     assert str(path) in out.stderr and "learnig_rate" in out.stderr
+
+
+def test_datasets_and_the_benchmarks_naming_them_are_checked(project):
+    datasets = project / "config" / "datasets"
+    datasets.mkdir(exist_ok=True)
+    (datasets / "pinned.yaml").write_text("repo_id: org/name\nrevision: " + "a" * 40 + "\n")
+    (datasets / "moving.yaml").write_text("repo_id: org/name\nrevision: main\n")
+    benchmarks = project / "config" / "benchmarks"
+    (benchmarks / "on_hub.yaml").write_text("loader: records\ndataset: pinned\nfile: t.jsonl\n")
+    (benchmarks / "on_nothing.yaml").write_text("loader: records\ndataset: absent\nfile: t.jsonl\n")
+
+    with pytest.raises(ConfigError) as info:
+        check_all()
+
+    header, *lines = str(info.value).splitlines()
+    assert header == "2 problem(s):", lines
+    assert lines[0].startswith(f"{datasets / 'moving.yaml'}: revision: "), lines
+    assert lines[1] == (
+        f"{benchmarks / 'on_nothing.yaml'}: dataset: 'absent' has no file "
+        "config/datasets/absent.yaml; known: ['moving', 'pinned']"
+    )

@@ -13,7 +13,7 @@ from vlrl.workflow import stage_deps
 from vlrl.workflow.reads import RecordingConfig, undeclared
 
 ROOT = Path(__file__).resolve().parents[2]
-STAGES = ["data", "base_model", "sft", "grpo", "merge", "infer", "score", "report"]
+STAGES = ["download", "data", "base_model", "sft", "grpo", "merge", "infer", "score", "report"]
 PKG = "workflow_scripts/vlrl/"
 
 

@@ -146,6 +146,21 @@ def base_model(
 
 
 @app.command()
+def download(
+    dataset: Annotated[str, typer.Argument(help="Dataset name (config/datasets/<name>.yaml).")],
+) -> None:
+    """Fetch a dataset at its pinned revision into resources/datasets/<name>/."""
+    from vlrl.config import load_dataset
+
+    try:
+        cfg = load_dataset(dataset)
+    except VlrlError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)
+    _stage("download", cfg, dataset)
+
+
+@app.command()
 def sft(exp: Exp, set_: Overrides = None) -> None:
     """Cold-start SFT with LLaMA-Factory (runs in the sft environment)."""
     _stage("sft", _experiment(exp, set_), exp)

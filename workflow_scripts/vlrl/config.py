@@ -202,6 +202,30 @@ class ModelConfig(Section):
         return self
 
 
+# ------------------------------------------------------------------------------------ dataset
+class DatasetConfig(Section):
+    """A dataset or benchmark from the Hugging Face hub, ``config/datasets/<name>.yaml``: fetched
+    once by the download stage into ``resources/datasets/<name>/``, shared by every benchmark
+    (and experiment) that names it."""
+
+    description: str = ""
+    repo_id: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="The hub repository, owner/name.",
+    )
+    revision: str = Field(
+        pattern=COMMIT_SHA,
+        description="A full 40-character lower-case commit sha; never a branch or tag, which move.",
+    )
+    repo_type: Literal["dataset", "model"] = "dataset"
+    allow_patterns: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None,
+        min_length=1,
+        description="Glob patterns of the files to fetch (huggingface_hub's allow_patterns, "
+        "e.g. data/val-*.parquet); None: every file of the repository.",
+    )
+
+
 # ---------------------------------------------------------------------------------------- sft
 class SFTConfig(Section):
     enabled: bool = True
@@ -705,6 +729,15 @@ def load_model(name: str) -> ModelConfig:
         known = sorted(p.stem for p in path.parent.glob("*.yaml"))
         raise ConfigError(f"{path}: no such model {name!r}; known: {known}")
     return _load_yaml_model(path, ModelConfig)
+
+
+def load_dataset(name: str) -> DatasetConfig:
+    """Load and validate ``config/datasets/<name>.yaml``."""
+    path = paths.dataset_file(name)
+    if not path.is_file():
+        known = sorted(p.stem for p in path.parent.glob("*.yaml"))
+        raise ConfigError(f"{path}: no such dataset {name!r}; known: {known}")
+    return _load_yaml_model(path, DatasetConfig)
 
 
 def parse_yaml(path: Path) -> tuple[Any, list[str]]:

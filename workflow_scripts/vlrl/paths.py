@@ -35,6 +35,10 @@ def benchmark_file(bench: str) -> Path:
     return root() / "config" / "benchmarks" / f"{bench}.yaml"
 
 
+def dataset_file(name: str) -> Path:
+    return root() / "config" / "datasets" / f"{name}.yaml"
+
+
 # shared resources ------------------------------------------------------------------------
 def model_resource(name: str) -> Path:
     return _rel("resources", "models", name)
@@ -104,6 +108,11 @@ def stage_params_file(exp: str, stage: str) -> Path:
 def model_params_file(name: str) -> Path:
     """The resolved values of the model config keys base_model reads."""
     return _rel("resources", "params", f"{name}.yaml")  # not in models/: no model named so
+
+
+def dataset_params_file(name: str) -> Path:
+    """The resolved values of the dataset config keys the download stage reads."""
+    return _rel("resources", "params", "datasets", f"{name}.yaml")
 
 
 def metrics_file(exp: str) -> Path:

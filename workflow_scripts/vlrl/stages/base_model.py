@@ -1,7 +1,7 @@
 """Stage ``base_model``: build or download one base model into ``resources/models/<name>/``.
 
 ``config/models/<name>.yaml`` chooses the builder: ``tiny`` builds a random-init Qwen2.5-VL
-locally (:mod:`vlrl.models.tiny`), ``hf`` fetches a pinned hub revision (:mod:`vlrl.models.hub`).
+locally (:mod:`vlrl.models.tiny`), ``hf`` fetches a pinned hub revision (:mod:`vlrl.hub`).
 The output directory appears complete or not at all.
 """
 
@@ -73,7 +73,7 @@ def run(model: str, cfg: ModelConfig | None = None) -> None:
 
             build_tiny_model(cfg.tiny, tiny_corpus(), tmp, seed=TINY_SEED)
         else:
-            from vlrl.models.hub import download_model
+            from vlrl.hub import download_model
 
             assert cfg.hf is not None  # guaranteed by ModelConfig validation
             download_model(cfg.hf.repo_id, cfg.hf.revision, tmp)

@@ -1,4 +1,5 @@
-"""``vlrl check``: validate params.yaml and every experiment, model and benchmark file at once.
+"""``vlrl check``: validate params.yaml and every experiment, model, dataset and benchmark file at
+once.
 
 Every problem is collected before raising, so one run lists them all, one line each naming its
 file and dotted key: the schema's (unknown keys, wrong types, values out of range, keys that
@@ -177,22 +178,32 @@ def _stems(folder: Path) -> list[str]:
 
 
 def _checked_benchmark(name: str) -> Any:
-    """``load_benchmark(name)``; the prompt format it names, if any, must exist."""
+    """``load_benchmark(name)``; the prompt format and the dataset it names, if any, must exist."""
     from vlrl.benchmarks import load_benchmark
     from vlrl.config import ConfigProblems
     from vlrl.prompts import PROMPTS
 
     cfg = load_benchmark(name)
+    problems = []
     if cfg.prompt is not None and cfg.prompt not in PROMPTS:
         known = sorted(PROMPTS)
-        raise ConfigProblems(
-            [f"{paths.benchmark_file(name)}: prompt: {cfg.prompt!r} is not one of {known}"]
+        problems.append(
+            f"{paths.benchmark_file(name)}: prompt: {cfg.prompt!r} is not one of {known}"
         )
+    if cfg.dataset is not None and not paths.dataset_file(cfg.dataset).is_file():
+        known = _stems(paths.dataset_file(cfg.dataset).parent)
+        problems.append(
+            f"{paths.benchmark_file(name)}: dataset: {cfg.dataset!r} has no file "
+            f"config/datasets/{cfg.dataset}.yaml; known: {known}"
+        )
+    if problems:
+        raise ConfigProblems(problems)
     return cfg
 
 
 def check_all() -> None:
-    """Validate params.yaml, config/experiments/*, config/models/*, config/benchmarks/*.
+    """Validate params.yaml, config/experiments/*, config/models/*, config/datasets/*,
+    config/benchmarks/*.
 
     Also checks that the experiments named in params.yaml exist, that every benchmark an
     experiment names has a file, and that the names in each file refer to something
@@ -201,11 +212,12 @@ def check_all() -> None:
     Raises:
         ConfigError: listing every problem found, one per line, each naming its file and key.
     """
-    from vlrl.config import load_model
+    from vlrl.config import load_dataset, load_model
 
     config = paths.root() / "config"
     experiments = _stems(config / "experiments")
     models = _stems(config / "models")
+    datasets = _stems(config / "datasets")
     benches = _stems(config / "benchmarks")
 
     problems, listed = check_params()
@@ -216,14 +228,16 @@ def check_all() -> None:
                 f"config/experiments/{name}.yaml; known: {experiments}"
             )
     problems += _check_each("model", models, load_model)
+    problems += _check_each("dataset", datasets, load_dataset)
     problems += _check_each("benchmark", benches, _checked_benchmark)
     for name in experiments:
         problems += experiment_problems(name)[1]
     if problems:
         raise ConfigError(f"{len(problems)} problem(s):\n" + "\n".join(problems))
     log.info(
-        "ok: params.yaml, %d experiments, %d models, %d benchmarks",
+        "ok: params.yaml, %d experiments, %d models, %d datasets, %d benchmarks",
         len(experiments),
         len(models),
+        len(datasets),
         len(benches),
     )

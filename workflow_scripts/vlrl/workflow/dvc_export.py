@@ -4,7 +4,8 @@ One DVC stage per Snakemake job of ``rule all`` (every experiment in params.yaml
 stage ``resolve``:
 
 - name: ``<rule>--<wildcard values joined by "--">``, e.g. ``data--tiny_shapes``,
-  ``infer--tiny_shapes--grpo--shapes_test``, ``base_model--tiny-qwen2.5-vl``. DVC 3.67 rejects
+  ``infer--tiny_shapes--grpo--shapes_test``, ``base_model--tiny-qwen2.5-vl``,
+  ``download--refcoco``. DVC 3.67 rejects
   ``@`` in a stage name written by hand (it reserves ``@`` for ``foreach``/``matrix`` stages).
   Run one family with ``dvc repro --glob 'infer--*'``.
 - cmd: the rule's shell command without its ``> {log} 2>&1`` (DVC shows the output instead);
@@ -130,9 +131,9 @@ def resolve_stage(jobs: Iterable[Job]) -> dict[str, Any]:
     """The ``resolve`` stage: ``vlrl resolve`` writes the params file of every job's stage.
 
     Snakemake writes the same files while it builds the DAG, so it has no such job; DVC needs a
-    stage to do it before it compares the files' hashes. It tracks every key of each experiment
-    and model file (so ``dvc exp run -S file:key=value`` reruns it, and ``dvc exp show`` lists
-    those keys as params).
+    stage to do it before it compares the files' hashes. It tracks every key of each experiment,
+    model and dataset file (so ``dvc exp run -S file:key=value`` reruns it, and ``dvc exp show``
+    lists those keys as params).
     """
     from vlrl.workflow import resolve
 
@@ -141,10 +142,9 @@ def resolve_stage(jobs: Iterable[Job]) -> dict[str, Any]:
     for job in jobs:
         if not job.shellcmd:
             continue
-        if job.rule == resolve.MODEL_STAGE:
-            name, source = job.wildcards["model"], paths.model_file(job.wildcards["model"])
-        else:
-            name, source = job.wildcards["exp"], paths.experiment_file(job.wildcards["exp"])
+        resource = resolve.RESOURCE_STAGES.get(job.rule)
+        name = job.wildcards[resource.wildcard if resource else "exp"]
+        source = resolve.config_file(job.rule, name)
         written[str(resolve.params_file(job.rule, name))] = None
         sources[os.path.relpath(source, paths.root())] = None
     return {

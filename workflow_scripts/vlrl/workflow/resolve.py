@@ -3,11 +3,14 @@
 A stage's params are the *resolved* values of the keys its module declares (``READS``, see
 :mod:`vlrl.workflow.stage_deps`), not the keys its experiment file happens to set: a default
 changed in ``vlrl/config.py`` reaches exactly the stages that read that key. Those values are
-written to one small file per stage (``results/<exp>/params/<stage>.yaml``;
-``resources/params/<model>.yaml`` for base_model), which is an input of the stage's jobs
-in Snakemake and a dep of its DVC stage. A file is rewritten only when its content changes, so
-both tools see a change exactly when a value the stage reads changed: Snakemake by the file's
-time (with no record of its own needed), DVC by its hash.
+written to one small file per stage (``results/<exp>/params/<stage>.yaml``), which is an input
+of the stage's jobs in Snakemake and a dep of its DVC stage. The stages that make shared
+resources read the resource's own file instead (:data:`RESOURCE_STAGES`): base_model
+``config/models/<model>.yaml``, resolved into ``resources/params/<model>.yaml``; download
+``config/datasets/<dataset>.yaml``, into ``resources/params/datasets/<dataset>.yaml``. A file is
+rewritten only when its content changes, so both tools see a change exactly when a value the
+stage reads changed: Snakemake by the file's time (with no record of its own needed), DVC by
+its hash.
 
 Who writes them:
 
@@ -23,6 +26,8 @@ Who writes them:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +39,37 @@ from vlrl.files import atomic_file
 
 log = logging.getLogger(__name__)
 
-MODEL_STAGE = "base_model"
-"""The one stage configured by a model file rather than an experiment file."""
+
+@dataclass(frozen=True)
+class ResourceStage:
+    """A stage configured by a resource's file rather than an experiment file."""
+
+    wildcard: str
+    """The rule's wildcard that names the resource."""
+    folder: str
+    """``config/<folder>/<name>.yaml`` holds its config."""
+    params_file: Callable[[str], Path]
+    load: Callable[[str], Any]
+
+
+def _load_model(name: str) -> Any:
+    from vlrl.config import load_model
+
+    return load_model(name)
+
+
+def _load_dataset(name: str) -> Any:
+    from vlrl.config import load_dataset
+
+    return load_dataset(name)
+
+
+RESOURCE_STAGES = {
+    "base_model": ResourceStage("model", "models", paths.model_params_file, _load_model),
+    "download": ResourceStage("dataset", "datasets", paths.dataset_params_file, _load_dataset),
+}
+"""The stages that build shared resources, by stage name."""
+
 HEADER = (
     "# {source} as stage {stage} reads it, vlrl/config.py's defaults filled in (vlrl resolve).\n"
     "# Generated; do not edit. The stage reruns when this file changes.\n"
@@ -49,11 +83,10 @@ def resolved_experiment(name: str) -> dict[str, Any]:
     return load_checked(name).model_dump(mode="json")
 
 
-def resolved_model(name: str) -> dict[str, Any]:
-    """Every key of base model ``name``, defaults included."""
-    from vlrl.config import load_model
-
-    return load_model(name).model_dump(mode="json")
+def resolved_resource(stage: str, name: str) -> dict[str, Any]:
+    """Every key of the config of resource ``name`` (a model, a dataset) that resource stage
+    ``stage`` makes, defaults included."""
+    return RESOURCE_STAGES[stage].load(name).model_dump(mode="json")
 
 
 def lookup(tree: dict[str, Any], key: str) -> Any:
@@ -80,11 +113,18 @@ def select(tree: dict[str, Any], keys: tuple[str, ...] | list[str]) -> dict[str,
 
 
 def params_file(stage: str, name: str) -> Path:
-    """Where stage ``stage`` of experiment (or, for base_model, model) ``name`` keeps the values
-    it reads (relative to the project root)."""
-    if stage == MODEL_STAGE:
-        return paths.model_params_file(name)
+    """Where stage ``stage`` of experiment (or, for a resource stage, resource) ``name`` keeps
+    the values it reads (relative to the project root)."""
+    if stage in RESOURCE_STAGES:
+        return RESOURCE_STAGES[stage].params_file(name)
     return paths.stage_params_file(name, stage)
+
+
+def config_file(stage: str, name: str) -> Path:
+    """The file stage ``stage`` of experiment (or resource) ``name`` takes its values from."""
+    if stage in RESOURCE_STAGES:
+        return paths.root() / "config" / RESOURCE_STAGES[stage].folder / f"{name}.yaml"
+    return paths.experiment_file(name)
 
 
 def render(stage: str, name: str, tree: dict[str, Any] | None = None) -> str:
@@ -95,12 +135,16 @@ def render(stage: str, name: str, tree: dict[str, Any] | None = None) -> str:
     from vlrl.workflow.stage_deps import declared_reads
 
     if tree is None:
-        tree = resolved_model(name) if stage == MODEL_STAGE else resolved_experiment(name)
-    kind = "models" if stage == MODEL_STAGE else "experiments"
+        tree = (
+            resolved_resource(stage, name)
+            if stage in RESOURCE_STAGES
+            else resolved_experiment(name)
+        )
+    source = config_file(stage, name).relative_to(paths.root()).as_posix()
     body = yaml.safe_dump(
         select(tree, declared_reads(stage)), sort_keys=False, default_flow_style=False, width=1000
     )
-    return HEADER.format(source=f"config/{kind}/{name}.yaml", stage=stage) + body
+    return HEADER.format(source=source, stage=stage) + body
 
 
 def write_if_changed(path: Path, text: str) -> bool:
@@ -128,17 +172,26 @@ def experiments_listed() -> list[str]:
     return list(params.get("experiments") or [])
 
 
+def datasets_of(tree: dict[str, Any]) -> list[str]:
+    """The datasets a resolved experiment needs downloaded: those its benchmarks name."""
+    from vlrl.benchmarks import load_benchmark
+
+    found = (load_benchmark(bench).dataset for bench in tree["benchmarks"])
+    return list(dict.fromkeys(name for name in found if name is not None))
+
+
 def write_all(experiments: list[str]) -> list[str]:
-    """Every params file of these experiments' stages and of their base models."""
+    """Every params file of these experiments' stages and of the resources they use."""
     from vlrl.workflow.stage_deps import stages
 
     written = []
-    models: dict[str, None] = {}
+    resources: dict[tuple[str, str], None] = {}
     for exp in experiments:
         tree = resolved_experiment(exp)
-        models[tree["base_model"]] = None
-        written += [ensure(stage, exp, tree) for stage in stages() if stage != MODEL_STAGE]
-    written += [ensure(MODEL_STAGE, model) for model in models]
+        resources[("base_model", tree["base_model"])] = None
+        resources.update(dict.fromkeys(("download", name) for name in datasets_of(tree)))
+        written += [ensure(stage, exp, tree) for stage in stages() if stage not in RESOURCE_STAGES]
+    written += [ensure(stage, name) for stage, name in resources]
     return written
 
 

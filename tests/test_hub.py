@@ -1,12 +1,5 @@
-"""Hub downloads, offline against a real huggingface_hub cache layout built in tmp_path.
-
-The layout is what ``snapshot_download`` reads when it may not use the network::
-
-    <cache>/models--<org>--<name>/
-        blobs/<sha256 of the file>          the bytes
-        snapshots/<commit>/<path>           relative symlinks to ../../blobs/<sha256>
-        refs/<tag>                          the commit a tag points to
-"""
+"""Hub downloads of models and datasets, offline, against a real huggingface_hub cache layout
+built in tmp_path (tests/hub_cache.py)."""
 
 from __future__ import annotations
 
@@ -18,30 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hub_cache import seed_cache
 
 from vlrl.errors import ConfigError, StageError
-from vlrl.models.hub import MANIFEST, check_revision, download_model
+from vlrl.hub import DATASET_MANIFEST, MANIFEST, check_revision, download_dataset, download_model
 
 REPO = "vlrl-test/tiny-qwen2.5-vl"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TAG = "v1.0"
-
-
-def seed_cache(cache: Path, repo_id: str, commit: str, files: Path, tags: list[str]) -> None:
-    """Put every file of ``files`` into ``cache`` as huggingface_hub would have downloaded it."""
-    repo = cache / ("models--" + repo_id.replace("/", "--"))
-    (repo / "blobs").mkdir(parents=True)
-    snapshot = repo / "snapshots" / commit
-    for src in sorted(p for p in files.rglob("*") if p.is_file()):
-        data = src.read_bytes()
-        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
-        blob.write_bytes(data)
-        link = snapshot / src.relative_to(files)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(os.path.relpath(blob, link.parent))
-    (repo / "refs").mkdir()
-    for tag in tags:
-        (repo / "refs" / tag).write_text(commit)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +83,7 @@ def test_offline_download_materialises_a_loadable_model(
 def test_environment_alone_selects_the_offline_cache(hub_cache: Path, tmp_path: Path) -> None:
     """HF_HUB_OFFLINE and HF_HUB_CACHE as a fresh process sees them (no cache_dir argument)."""
     code = (
-        "import sys; from pathlib import Path; from vlrl.models.hub import download_model; "
+        "import sys; from pathlib import Path; from vlrl.hub import download_model; "
         "download_model(sys.argv[1], sys.argv[2], Path(sys.argv[3]))"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)}
@@ -143,3 +120,100 @@ def test_missing_from_offline_cache_names_repo_and_revision(
 def test_branch_revision_is_rejected_before_any_lookup(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="branch"):
         download_model(REPO, "main", tmp_path / "model", cache_dir=tmp_path / "no-cache")
+
+
+# datasets ----------------------------------------------------------------------------------
+DATASET = "vlrl-test/shapes-bench"
+DATASET_COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def dataset_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    files = tmp_path_factory.mktemp("dataset-files")
+    (files / "data").mkdir()
+    (files / "data" / "test.jsonl").write_text('{"id": "a"}\n')
+    (files / "data" / "val.jsonl").write_text('{"id": "b"}\n')
+    (files / "images").mkdir()
+    (files / "images" / "0.png").write_bytes(bytes(range(256)) * 5)
+    (files / "README.md").write_text("# a dataset card\n")
+    cache = tmp_path_factory.mktemp("hf-dataset-cache")
+    seed_cache(cache, DATASET, DATASET_COMMIT, files, repo_type="dataset")
+    return cache
+
+
+@pytest.mark.usefixtures("offline")
+def test_dataset_download_keeps_the_patterns_files_with_their_checksums(
+    dataset_cache: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "ds"
+    manifest = download_dataset(
+        DATASET,
+        DATASET_COMMIT,
+        out,
+        allow_patterns=["data/test.jsonl", "images/*"],
+        cache_dir=dataset_cache,
+    )
+
+    copied = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert copied == ["data/test.jsonl", "images/0.png", DATASET_MANIFEST], (
+        "offline, huggingface_hub returns the whole snapshot; only the patterns' files are kept"
+    )
+    assert not any(p.is_symlink() for p in out.rglob("*"))
+    assert manifest == json.loads((out / DATASET_MANIFEST).read_text())
+    assert manifest["repo_id"] == DATASET and manifest["repo_type"] == "dataset"
+    assert manifest["revision"] == manifest["commit"] == DATASET_COMMIT
+    png = (out / "images" / "0.png").read_bytes()
+    assert manifest["files"]["images/0.png"] == {
+        "size": len(png),
+        "sha256": hashlib.sha256(png).hexdigest(),
+    }
+
+
+@pytest.mark.usefixtures("offline")
+def test_dataset_download_without_patterns_takes_every_file(
+    dataset_cache: Path, tmp_path: Path
+) -> None:
+    manifest = download_dataset(DATASET, DATASET_COMMIT, tmp_path / "ds", cache_dir=dataset_cache)
+    assert sorted(manifest["files"]) == [
+        "README.md",
+        "data/test.jsonl",
+        "data/val.jsonl",
+        "images/0.png",
+    ]
+
+
+@pytest.mark.usefixtures("offline")
+def test_dataset_missing_offline_names_the_command_that_fetches_it(
+    dataset_cache: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(StageError) as info:
+        download_dataset(
+            DATASET, "f" * 40, tmp_path / "ds", allow_patterns=["data/*"], cache_dir=dataset_cache
+        )
+    message = str(info.value)
+    assert f"hf download {DATASET} --repo-type dataset --revision {'f' * 40}" in message
+    assert "--include 'data/*'" in message and "HF_HUB_OFFLINE" in message
+    assert not (tmp_path / "ds").exists()
+
+
+@pytest.mark.usefixtures("offline")
+def test_dataset_patterns_that_match_nothing_are_an_error(
+    dataset_cache: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(StageError, match=r"no file .* matches allow_patterns \['train/\*'\]"):
+        download_dataset(
+            DATASET,
+            DATASET_COMMIT,
+            tmp_path / "ds",
+            allow_patterns=["train/*"],
+            cache_dir=dataset_cache,
+        )
+
+
+def test_a_model_repo_is_not_found_as_a_dataset(
+    dataset_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The repo type is part of the cache's folder name: a dataset is not a model."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(StageError, match="cannot get model"):
+        download_model(DATASET, DATASET_COMMIT, tmp_path / "m", cache_dir=dataset_cache)

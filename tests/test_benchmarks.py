@@ -1,0 +1,75 @@
+"""Benchmark configs and loaders: a held-out split of the experiment's data, or a records file
+of a downloaded dataset, every row checked."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vlrl import paths
+from vlrl.benchmarks import benchmark_inputs, load_benchmark, load_items
+from vlrl.errors import ConfigError, DataError
+
+
+def write_benchmark(project: Path, name: str, **values: object) -> None:
+    (project / "config" / "benchmarks" / f"{name}.yaml").write_text(yaml.safe_dump(values))
+
+
+def test_records_loader_reads_a_downloaded_dataset(project: Path, shapes_data: Path) -> None:
+    shutil.copytree(shapes_data, project / paths.dataset_resource("shapes_hub"))
+    write_benchmark(
+        project, "hub_test", loader="records", dataset="shapes_hub", file="test.jsonl", max_items=7
+    )
+
+    items, base = load_items("tiny_shapes", "hub_test")
+
+    assert benchmark_inputs("tiny_shapes", "hub_test") == [paths.dataset_resource("shapes_hub")]
+    assert len(items) == 7 and base == paths.dataset_resource("shapes_hub")
+    assert all((base / image).is_file() for item in items for image in item.images)
+
+
+def test_records_loader_lists_every_bad_row(project: Path, shapes_data: Path) -> None:
+    data = project / paths.dataset_resource("bad")
+    shutil.copytree(shapes_data, data)
+    rows = [json.loads(line) for line in (data / "test.jsonl").read_text().splitlines()]
+    rows[1]["answer"] = ""
+    rows[4]["images"] = ["test/missing.png"]
+    (data / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_benchmark(project, "b", loader="records", dataset="bad", file="test.jsonl")
+
+    with pytest.raises(DataError) as info:
+        load_items("tiny_shapes", "b")
+
+    message = str(info.value)
+    assert "2 of 20 rows are invalid" in message
+    assert f"test.jsonl:2: id {rows[1]['id']}" in message
+    assert f"test.jsonl:5: id {rows[4]['id']}" in message
+
+
+def test_records_loader_before_the_download_says_what_to_run(project: Path) -> None:
+    write_benchmark(project, "b", loader="records", dataset="absent", file="test.jsonl")
+    with pytest.raises(ConfigError, match="run `vlrl download absent` first"):
+        load_items("tiny_shapes", "b")
+
+
+@pytest.mark.parametrize(
+    ("values", "key", "why"),
+    [
+        ({"loader": "records", "file": "t.jsonl"}, "dataset", "loader 'records' needs it"),
+        ({"loader": "records", "dataset": "d"}, "file", "loader 'records' needs it"),
+        ({"loader": "records", "dataset": "d", "file": "../t.jsonl"}, "file", "inside"),
+        ({"loader": "records", "dataset": "d", "file": "/t.jsonl"}, "file", "inside"),
+        ({"dataset": "d"}, "dataset", "only loader 'records' reads it"),
+        ({"loader": "records", "dataset": "a/b", "file": "t"}, "dataset", "pattern"),
+        ({"max_items": 0}, "max_items", "greater than or equal to 1"),
+    ],
+)
+def test_bad_benchmark_config_names_its_key(project: Path, values: dict, key: str, why: str):
+    write_benchmark(project, "b", **values)
+    with pytest.raises(ConfigError) as info:
+        load_benchmark("b")
+    assert f"benchmarks/b.yaml: {key}: " in str(info.value) and why in str(info.value)

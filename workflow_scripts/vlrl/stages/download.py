@@ -1,0 +1,48 @@
+"""Stage ``download``: fetch one dataset, pinned, into ``resources/datasets/<name>/``.
+
+``config/datasets/<name>.yaml`` names a hub repository, a 40-hex revision and the files it
+needs (:class:`vlrl.config.DatasetConfig`); :func:`vlrl.hub.download_dataset` fetches them
+through the huggingface_hub cache and writes a checksum manifest beside them. The output
+directory appears complete or not at all. With ``HF_HUB_OFFLINE=1`` a snapshot missing from the
+cache fails at once, naming the repo, the revision and the ``hf download`` command that fetches
+it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from vlrl import paths
+from vlrl.files import atomic_dir
+
+if TYPE_CHECKING:
+    from vlrl.config import DatasetConfig
+
+log = logging.getLogger(__name__)
+
+#: Keys of the dataset config (config/datasets/<name>.yaml) this stage reads: its params. Not
+#: ``description``: rewording it fetches nothing new.
+READS = ("repo_id", "revision", "repo_type", "allow_patterns")
+
+
+def run(dataset: str, cfg: DatasetConfig | None = None) -> None:
+    """Fetch dataset ``dataset`` with its config (default: loaded from
+    ``config/datasets/<dataset>.yaml``)."""
+    from vlrl.hub import download_dataset
+
+    if cfg is None:
+        from vlrl.config import load_dataset
+
+        cfg = load_dataset(dataset)
+    out = paths.dataset_resource(dataset)
+    log.info("dataset %s: %s %s@%s → %s", dataset, cfg.repo_type, cfg.repo_id, cfg.revision, out)
+    with atomic_dir(out) as tmp:
+        manifest = download_dataset(
+            cfg.repo_id,
+            cfg.revision,
+            tmp,
+            repo_type=cfg.repo_type,
+            allow_patterns=cfg.allow_patterns,
+        )
+    log.info("dataset %s ready in %s (%d files)", dataset, out, len(manifest["files"]))
