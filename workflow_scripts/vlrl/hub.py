@@ -87,12 +87,14 @@ def fetch_command(
 ) -> str:
     """The ``hf`` command that puts this snapshot into the cache (run where the network is).
 
-    >>> fetch_command("lmms-lab/RefCOCO", "a" * 40, "dataset", ["data/val-*"])
-    "hf download lmms-lab/RefCOCO --repo-type dataset --revision aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa --include 'data/val-*'"
+    ``--include`` is repeated, once per pattern (the ``hf`` CLI takes a list option).
+
+    >>> fetch_command("lmms-lab/RefCOCO", "a" * 40, "dataset", ["data/val-*", "README.md"])
+    "hf download lmms-lab/RefCOCO --repo-type dataset --revision aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa --include 'data/val-*' --include README.md"
     """  # noqa: E501
     words = ["hf", "download", repo_id, "--repo-type", repo_type, "--revision", revision]
-    if allow_patterns:
-        words += ["--include", *allow_patterns]
+    for pattern in allow_patterns or ():
+        words += ["--include", pattern]
     return shlex.join(words)
 
 
