@@ -52,7 +52,7 @@ def stages(root: Path | None = None) -> list[str]:
     """The stages: the modules of ``vlrl/stages/`` (each one a rule and a CLI command).
 
     >>> stages()[:3]
-    ['base_model', 'data', 'grpo']
+    ['base_model', 'data', 'download']
     """
     folder = source_root(root) / PACKAGE / "stages"
     return sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
