@@ -26,6 +26,7 @@ rule infer:
 rule score:
     input:
         predictions=paths.predictions_file("{exp}", "{checkpoint}", "{bench}"),
+        bench=lambda wildcards: rel(paths.benchmark_file(wildcards.bench)),
         code=code("score"),
         params=stage_params("score"),
     output:

@@ -56,6 +56,31 @@ def test_records_loader_before_the_download_says_what_to_run(project: Path) -> N
         load_items("tiny_shapes", "b")
 
 
+def test_subsample_is_vlm_r1s_seeded_shuffle(project: Path, shapes_data: Path) -> None:
+    import random
+
+    shutil.copytree(shapes_data, project / paths.dataset_resource("shapes_hub"))
+    write_benchmark(project, "all", loader="records", dataset="shapes_hub", file="test.jsonl")
+    write_benchmark(
+        project,
+        "sub",
+        loader="records",
+        dataset="shapes_hub",
+        file="test.jsonl",
+        subsample={"n": 5, "seed": 42},
+    )
+    everything, _ = load_items("tiny_shapes", "all")
+    before = random.getstate()
+
+    chosen, _ = load_items("tiny_shapes", "sub")
+
+    random.seed(42)  # src/eval/test_rec_r1.py: random.seed(42); random.shuffle(data); data[:n]
+    expected = list(everything)
+    random.shuffle(expected)
+    assert [r.id for r in chosen] == [r.id for r in expected[:5]]
+    random.setstate(before)
+
+
 @pytest.mark.parametrize(
     ("values", "key", "why"),
     [
@@ -66,6 +91,14 @@ def test_records_loader_before_the_download_says_what_to_run(project: Path) -> N
         ({"dataset": "d"}, "dataset", "only loader 'records' reads it"),
         ({"loader": "records", "dataset": "a/b", "file": "t"}, "dataset", "pattern"),
         ({"max_items": 0}, "max_items", "greater than or equal to 1"),
+        ({"headline": "fAcc"}, "headline", "'fAcc' is not one of ['accuracy']"),
+        (
+            {"metrics": [{"name": "o", "kind": "mean_of", "of": ["fAcc"]}]},
+            "metrics.0.of",
+            "['fAcc'] are not metrics defined before",
+        ),
+        ({"relaxed_tolerance": 1.5}, "relaxed_tolerance", "less than or equal to 1"),
+        ({"subsample": {"n": 0}}, "subsample.n", "greater than or equal to 1"),
     ],
 )
 def test_bad_benchmark_config_names_its_key(project: Path, values: dict, key: str, why: str):

@@ -177,7 +177,8 @@ def test_datasets_and_the_benchmarks_naming_them_are_checked(project):
     header, *lines = str(info.value).splitlines()
     assert header == "2 problem(s):", lines
     assert lines[0].startswith(f"{datasets / 'moving.yaml'}: revision: "), lines
-    assert lines[1] == (
+    assert lines[1].startswith(
         f"{benchmarks / 'on_nothing.yaml'}: dataset: 'absent' has no file "
-        "config/datasets/absent.yaml; known: ['moving', 'pinned']"
-    )
+        "config/datasets/absent.yaml; known: ["
+    ), lines
+    assert "'moving', 'pinned'" in lines[1], lines

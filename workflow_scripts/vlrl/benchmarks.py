@@ -22,8 +22,48 @@ from vlrl.errors import ConfigError, DataError
 from vlrl.records import Record, read_records
 
 
+class Subsample(Section):
+    """A seeded subset, drawn as VLM-R1's ``test_rec_r1.py`` does: ``random.seed(seed);
+    random.shuffle(items); items[:n]``."""
+
+    n: int = Field(ge=1)
+    seed: int = 42
+
+
+class MetricSpec(Section):
+    """A benchmark metric beyond accuracy (the mean of the items' 0/1 verdicts), computed from the
+    per-item verdicts by :mod:`vlrl.scoring.metrics`:
+
+    - ``all_correct``: the share of groups (the items sharing ``groups[group]``) whose items are
+      all correct: HallusionBench fAcc / qAcc, MMBench CircularEval, MME acc+;
+    - ``macro_mean``: the mean over the values of ``groups[by]`` (or over tasks) of their accuracy
+      (MMStar's lmms-eval average);
+    - ``mean_of``: the mean of the metrics named in ``of`` (``accuracy`` included);
+    - ``task_sum``: ``scale`` × the sum over ``tasks`` (default: all) of the per-task values of
+      the metrics in ``of`` (MME: 100 × Σ (acc + acc+)).
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_+]*$")
+    kind: Literal["all_correct", "macro_mean", "mean_of", "task_sum"]
+    group: str | None = Field(None, description="all_correct: the groups key.")
+    by: str | None = Field(None, description="macro_mean: a groups key; None: the task.")
+    of: list[str] = Field(default_factory=list, description="mean_of / task_sum: metric names.")
+    tasks: list[str] | None = Field(None, description="task_sum: the tasks summed; None: all.")
+    scale: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _kind_needs(self) -> MetricSpec:
+        if self.name == "accuracy":
+            raise KeyProblems(("name", "'accuracy' is always computed; choose another name"))
+        if self.kind == "all_correct" and self.group is None:
+            raise KeyProblems(("group", "kind 'all_correct' needs the groups key"))
+        if self.kind in {"mean_of", "task_sum"} and not self.of:
+            raise KeyProblems(("of", f"kind {self.kind!r} needs the metrics it combines"))
+        return self
+
+
 class BenchmarkConfig(Section):
-    """One benchmark."""
+    """One benchmark: where its items come from, how they are asked and how they are scored."""
 
     description: str = ""
     loader: Literal["experiment_split", "records"] = Field(
@@ -44,6 +84,27 @@ class BenchmarkConfig(Section):
     )
     prompt: str | None = Field(None, description="Prompt format; default: the experiment's.")
     max_items: int | None = Field(None, ge=1)
+    subsample: Subsample | None = Field(
+        None, description="A seeded subset of the items (VLM-R1's 2,000 per REC split)."
+    )
+    max_new_tokens: int | None = Field(
+        None, ge=1, description="Generation budget; default: the experiment's infer.max_new_tokens."
+    )
+    iou_threshold: float | None = Field(
+        None, ge=0, le=1, description="Grounding; default: the experiment's score.iou_threshold."
+    )
+    iou_strict: bool = Field(
+        False, description="Grounding: correct iff IoU > threshold (VLM-R1), not IoU >= threshold."
+    )
+    relaxed_tolerance: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="ChartQA's relaxed accuracy: a number within this relative error of the "
+        "reference is correct, any other answer must equal it (case-insensitive).",
+    )
+    metrics: list[MetricSpec] = Field(default_factory=list)
+    headline: str = Field("accuracy", description="The metric the tables lead with.")
 
     @model_validator(mode="after")
     def _records_need_a_file(self) -> BenchmarkConfig:
@@ -64,6 +125,16 @@ class BenchmarkConfig(Section):
                 for key in ("dataset", "file")
                 if getattr(self, key) is not None
             ]
+        names = ["accuracy"]
+        for i, metric in enumerate(self.metrics):
+            if metric.name in names:
+                problems.append((f"metrics.{i}.name", f"{metric.name!r} is defined twice"))
+            unknown = [m for m in metric.of if m not in names]
+            if unknown:
+                problems.append((f"metrics.{i}.of", f"{unknown} are not metrics defined before"))
+            names.append(metric.name)
+        if self.headline not in names:
+            problems.append(("headline", f"{self.headline!r} is not one of {names}"))
         if problems:
             raise KeyProblems(*problems)
         return self
@@ -99,17 +170,40 @@ def load_items(exp: str, bench: str) -> tuple[list[Record], Path]:
         path = base / f"{cfg.split}.jsonl"
         if not path.is_file():
             raise ConfigError(f"benchmark {bench}: {path} does not exist; run the data stage first")
-        return read_records(path, cfg.max_items), base
-    from vlrl.data.validate import check_rows, rows_of_file
+        records = read_records(path)
+    else:
+        from vlrl.data.validate import check_rows, rows_of_file
 
-    assert cfg.dataset is not None and cfg.file is not None  # BenchmarkConfig validation
-    path = paths.dataset_resource(cfg.dataset) / cfg.file
-    if not path.is_file():
-        raise ConfigError(
-            f"benchmark {bench}: {path} does not exist; run `vlrl download {cfg.dataset}` "
-            f"first, or check file: in {paths.benchmark_file(bench)}"
-        )
-    checked = check_rows(rows_of_file(path), path.parent)
-    if checked.problems:
-        raise DataError(checked.summary(f"benchmark {bench}: {path}"))
-    return checked.records[: cfg.max_items], path.parent
+        assert cfg.dataset is not None and cfg.file is not None  # BenchmarkConfig validation
+        path = paths.dataset_resource(cfg.dataset) / cfg.file
+        if not path.is_file():
+            raise ConfigError(
+                f"benchmark {bench}: {path} does not exist; run `vlrl download {cfg.dataset}` "
+                f"first, or check file: in {paths.benchmark_file(bench)}"
+            )
+        checked = check_rows(rows_of_file(path), path.parent)
+        if checked.problems:
+            raise DataError(checked.summary(f"benchmark {bench}: {path}"))
+        records = checked.records
+    if cfg.subsample is not None:
+        records = subsample(records, cfg.subsample.n, cfg.subsample.seed)
+    return records[: cfg.max_items], path.parent
+
+
+def subsample(items: list, n: int, seed: int) -> list:
+    """VLM-R1's REC subset (``src/eval/test_rec_r1.py``): ``random.seed(seed)``, shuffle, the
+    first ``n``; the global ``random`` state is left as it was.
+
+    >>> subsample(list(range(10)), 3, 42)
+    [7, 3, 2]
+    """
+    import random
+
+    state = random.getstate()
+    try:
+        random.seed(seed)
+        shuffled = list(items)
+        random.shuffle(shuffled)
+    finally:
+        random.setstate(state)
+    return shuffled[:n]

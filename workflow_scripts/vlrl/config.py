@@ -224,6 +224,12 @@ class DatasetConfig(Section):
         description="Glob patterns of the files to fetch (huggingface_hub's allow_patterns, "
         "e.g. data/val-*.parquet); None: every file of the repository.",
     )
+    format: str | None = Field(
+        None,
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="The hub schema of the files (a module of vlrl.data.formats): the download "
+        "stage converts them into records/<split>.jsonl. None: the files are used as they are.",
+    )
 
 
 # ---------------------------------------------------------------------------------------- sft

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from PIL import Image, UnidentifiedImageError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 from vlrl.errors import DataError
 
@@ -39,6 +39,19 @@ class Record(BaseModel):
     data_source: str
     task: str | None = Field(None, description="Finer task label for per-task reporting.")
     reasoning: str | None = Field(None, description="A worked solution: the SFT <think> target.")
+    groups: dict[str, str] = Field(
+        default_factory=dict,
+        description="Cluster ids for group metrics and clustered intervals, e.g. "
+        "{'figure': '12', 'question': '12_3'} (HallusionBench), {'circular': '107'} (MMBench).",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_empty_groups(self, handler):
+        # Most data has no groups: leave the key out, so such records serialize as before.
+        data = handler(self)
+        if not self.groups:
+            data.pop("groups", None)
+        return data
 
 
 def check_record(record: Record, base_dir: Path, where: str) -> Record:

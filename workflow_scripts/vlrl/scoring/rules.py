@@ -10,7 +10,8 @@ The comparison per ``problem_type`` (``correct`` is 0/1, ``score`` is continuous
 
 - multiple_choice: the option letter (``B``, ``(B)``, ``B. red``) or the option's text (``red``
   when ``options[1] == "red"``) names the reference option; score = correct.
-- yes_no: normalised equality (:func:`vlrl.answers.normalize_text`); score = correct.
+- yes_no: VLMEvalKit's ``YOrN_Extraction`` on the answer span (:func:`yes_or_no`: "yes" or
+  "no" as a word, not both) equals the normalised reference; score = correct.
 - numerical: the single number in the answer equals the reference; if not, Math-Verify
   (``verify(parse(gold), parse(pred))``, gold first) decides, so ``3.0``, ``\\frac{1}{2}``,
   ``1,000`` and ``x = 3`` count. Math-Verify's timeouts use ``signal.alarm``: call
@@ -18,6 +19,10 @@ The comparison per ``problem_type`` (``correct`` is 0/1, ``score`` is continuous
 - grounding: IoU of the first box in the answer with ``boxes[0]``; correct iff IoU ≥ the
   threshold; score = IoU.
 - free_form / ocr: correct iff the normalised texts are equal; score = ROUGE-L F1.
+
+A benchmark may set its own protocol: ``iou_strict`` (VLM-R1: correct iff IoU > the threshold)
+and ``relaxed_tolerance`` (ChartQA's relaxed accuracy, :func:`relaxed_correctness`, replaces
+the numerical / free_form / ocr rules).
 
 The per-type matchers are :func:`vlrl.answers.answer_accuracy` (the same code the rewards
 use); this module adds the fallback span, the option-text match, Math-Verify and the threshold.
@@ -95,6 +100,8 @@ def score_item(
     options: list[str] | None = None,
     boxes: list | None = None,
     iou_threshold: float = 0.5,
+    iou_strict: bool = False,
+    relaxed_tolerance: float | None = None,
 ) -> tuple[str | None, float, int]:
     """Score one response against its reference.
 
@@ -128,9 +135,13 @@ def score_item(
         pred = _option_letter(span, options)
         correct = int(gold is not None and pred == gold)
         return span, float(correct), correct
+    if relaxed_tolerance is not None and problem_type in {"numerical", "free_form", "ocr"}:
+        correct = int(relaxed_correctness(span, answer, relaxed_tolerance))
+        return span, float(correct), correct
     if problem_type == "yes_no":
-        score = answer_accuracy(wrapped, answer, problem_type)
-        return span, score, int(score == 1.0)
+        pred = yes_or_no(span)
+        correct = int(pred is not None and pred == normalize_text(answer))
+        return span, float(correct), correct
     if problem_type == "numerical":
         correct = int(answer_accuracy(wrapped, answer, problem_type) == 1.0)
         if not correct:
@@ -139,11 +150,72 @@ def score_item(
     if problem_type == "grounding":
         box = boxes[0] if boxes else None
         iou = answer_accuracy(wrapped, answer, problem_type, box)
-        return span, iou, int(iou >= iou_threshold)
+        return span, iou, int(iou > iou_threshold if iou_strict else iou >= iou_threshold)
     if problem_type in {"free_form", "ocr"}:
         score = answer_accuracy(wrapped, answer, problem_type)
         return span, score, int(normalize_text(span) == normalize_text(answer))
     raise ValueError(f"no scoring rule for problem_type {problem_type!r}")
+
+
+_PUNCT = [";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@",
+          "`", ",", "?", "!"]  # fmt: skip
+_COMMA_STRIP = re.compile(r"(\d)(,)(\d)")
+_PERIOD_STRIP = re.compile(r"(?<!\d)\.(?!\d)")
+
+
+def _process_punctuation(text: str) -> str:
+    """VLMEvalKit ``vlmeval/dataset/utils/yorn.py::process_punctuation`` (from the VQA eval)."""
+    out = text
+    for p in _PUNCT:
+        if (p + " " in text or " " + p in text) or _COMMA_STRIP.search(text) is not None:
+            out = out.replace(p, "")
+        else:
+            out = out.replace(p, " ")
+    return _PERIOD_STRIP.sub("", out)
+
+
+def yes_or_no(text: str) -> str | None:
+    """VLMEvalKit's ``YOrN_Extraction``: "yes" if "yes" is a word of the text and "no" is not,
+    "no" for the reverse, else None (Unknown: wrong by the rules, the judge may decide).
+
+    >>> yes_or_no("Yes, it is larger."), yes_or_no("No."), yes_or_no("yes or no?")
+    ('yes', 'no', None)
+    >>> yes_or_no("The answer: (yes)"), yes_or_no("yesterday")
+    ('yes', None)
+    """
+    words = _process_punctuation(text.lower()).split()
+    if "yes" in words and "no" not in words:
+        return "yes"
+    if "no" in words and "yes" not in words:
+        return "no"
+    return None
+
+
+def _relaxed_float(text: str) -> float | None:
+    try:
+        if text.endswith("%"):
+            return float(text.rstrip("%")) / 100.0
+        return float(text)
+    except ValueError:
+        return None
+
+
+def relaxed_correctness(prediction: str, target: str, max_relative_change: float = 0.05) -> bool:
+    """ChartQA's relaxed accuracy, as lmms-eval ``tasks/chartqa/utils.py`` (from pix2struct):
+    numbers (a trailing ``%`` divides by 100) within ``max_relative_change`` of a non-zero
+    target are correct; otherwise the texts must be equal, case-insensitive.
+
+    >>> relaxed_correctness("104", "100"), relaxed_correctness("106", "100")
+    (True, False)
+    >>> relaxed_correctness("12%", "0.12"), relaxed_correctness("Yes", "yes")
+    (True, True)
+    >>> relaxed_correctness("0", "0"), relaxed_correctness("0.0", "0")
+    (True, False)
+    """
+    pred, gold = _relaxed_float(prediction), _relaxed_float(target)
+    if pred is not None and gold:
+        return abs(pred - gold) / abs(gold) <= max_relative_change
+    return prediction.lower() == target.lower()
 
 
 _TYPES = frozenset({"multiple_choice", "yes_no", "numerical", "grounding", "free_form", "ocr"})

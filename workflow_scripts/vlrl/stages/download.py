@@ -6,6 +6,10 @@ through the huggingface_hub cache and writes a checksum manifest beside them. Th
 directory appears complete or not at all. With ``HF_HUB_OFFLINE=1`` a snapshot missing from the
 cache fails at once, naming the repo, the revision and the ``hf download`` command that fetches
 it.
+
+With a ``format`` (a module of :mod:`vlrl.data.formats`), the fetched files are then converted
+into canonical records, ``records/<split>.jsonl`` with their images under ``records/images/``,
+inside the same atomic output; a bad raw row fails the stage, naming its file, row and field.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ log = logging.getLogger(__name__)
 
 #: Keys of the dataset config (config/datasets/<name>.yaml) this stage reads: its params. Not
 #: ``description``: rewording it fetches nothing new.
-READS = ("repo_id", "revision", "repo_type", "allow_patterns")
+READS = ("repo_id", "revision", "repo_type", "allow_patterns", "format")
 
 
 def run(dataset: str, cfg: DatasetConfig | None = None) -> None:
@@ -45,4 +49,9 @@ def run(dataset: str, cfg: DatasetConfig | None = None) -> None:
             repo_type=cfg.repo_type,
             allow_patterns=cfg.allow_patterns,
         )
+        if cfg.format is not None:
+            from vlrl.data.formats import convert_dataset
+
+            counts = convert_dataset(cfg.format, tmp)
+            log.info("dataset %s: format %s → records %s", dataset, cfg.format, counts)
     log.info("dataset %s ready in %s (%d files)", dataset, out, len(manifest["files"]))

@@ -504,6 +504,18 @@ def rank_main(argv: list[str]) -> None:
     times = train(exp, ExperimentConfig.model_validate(tree), Path(out), resume_from or None)
     if rank == 0:
         Path(config_file).with_name(RANK_TIMES).write_text(json.dumps(times))
+    _leave_process_group()
+
+
+def _leave_process_group() -> None:
+    """Tear the gloo/nccl group down before the interpreter exits: left to interpreter
+    shutdown, gloo's threads may be destroyed while running, and a rank that finished training
+    aborts ("terminate called without an active exception", exit -6), failing the stage."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

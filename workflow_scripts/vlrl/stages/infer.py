@@ -73,6 +73,8 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     fmt = get_prompt(bench_cfg.prompt or cfg.prompt)
     items, base_dir = load_items(exp, bench)
     infer_cfg = cfg.infer.model_copy()
+    if bench_cfg.max_new_tokens is not None:  # the benchmark's generation budget
+        infer_cfg = infer_cfg.model_copy(update={"max_new_tokens": bench_cfg.max_new_tokens})
     conversations = [to_conversation(r, fmt) for r in items]
     images = [[str(base_dir / p) for p in r.images] for r in items]
     out = paths.predictions_file(exp, checkpoint, bench)
@@ -126,6 +128,7 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
             {
                 "id": record.id,
                 "task": record.task or record.problem_type,
+                **({"groups": record.groups} if record.groups else {}),
                 "problem_type": record.problem_type,
                 "problem": record.problem,
                 "answer": record.answer,

@@ -17,7 +17,8 @@ Outputs, in ``reports/<exp>/`` (written to a temporary directory, renamed into p
 - ``index.html``: the tables and the plot in one self-contained page;
 
 and ``results/<exp>/metrics.json`` for ``dvc exp show``:
-``{bench: {checkpoint: {"accuracy", "ci_low", "ci_high", <task>: accuracy}}}``.
+``{bench: {checkpoint: {"accuracy", "ci_low", "ci_high", <metric>: value, <task>: accuracy}}}``
+(the benchmark's own metrics, such as HallusionBench's fAcc, as its scores files hold them).
 
 Every number is recomputed from the scores files' items (so the report cannot disagree with
 them), with ``score.confidence``, ``score.bootstrap_resamples`` and the experiment's seed.
@@ -57,6 +58,8 @@ READS = (
 )
 
 ORDER = ("base", "sft", "grpo")
+#: Prefix of a benchmark metric's column in the results rows.
+METRIC = "metric."
 NO_COMPARISONS = "No comparisons: the experiment evaluates a single checkpoint."
 
 
@@ -117,6 +120,12 @@ def results_rows(
                 part = summary["per_task"].get(task)
                 for key in ("n", "accuracy", "ci_low", "ci_high"):
                     row[f"{task}.{key}"] = part[key] if part else None
+            # The benchmark's own metrics (fAcc, CircularEval, MME score...), as the score stage
+            # computed them from these items.
+            for name, metric in (data.get("metrics") or {}).items():
+                if name != "accuracy":
+                    row[f"{METRIC}{name}"] = metric["value"]
+                    row[f"{METRIC}{name}.proportion"] = metric["n"] is not None
             rows.append(row)
     return rows
 
@@ -187,6 +196,8 @@ def metrics(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]
         for key, value in row.items():
             if key.endswith(".accuracy") and value is not None:
                 entry[key.removesuffix(".accuracy")] = value
+            elif key.startswith(METRIC) and not key.endswith(".proportion"):
+                entry[key.removeprefix(METRIC)] = value
         tree.setdefault(row["benchmark"], {})[row["checkpoint"]] = entry
     return tree
 
@@ -204,18 +215,32 @@ def _tasks(rows: list[dict[str, Any]]) -> list[str]:
     return [k.removesuffix(".accuracy") for k in rows[0] if k.endswith(".accuracy")]
 
 
+def _metric_names(rows: list[dict[str, Any]]) -> list[str]:
+    names = (k.removeprefix(METRIC) for r in rows for k in r if k.startswith(METRIC))
+    return [n for n in dict.fromkeys(names) if not n.endswith(".proportion")]
+
+
+def _metric_cell(row: dict[str, Any], name: str) -> str:
+    value = row.get(f"{METRIC}{name}")
+    if value is None:
+        return "–"
+    return _pct(value) if row[f"{METRIC}{name}.proportion"] else f"{value:.1f}"
+
+
 def results_tables(rows: list[dict[str, Any]]) -> dict[str, tuple[list[str], list[list[str]]]]:
     """Per benchmark: header and body of the human-readable results table."""
     tables = {}
     for bench in dict.fromkeys(r["benchmark"] for r in rows):
         bench_rows = [r for r in rows if r["benchmark"] == bench]
         tasks = _tasks(bench_rows)
-        header = ["model", "n", "overall", *tasks]
+        names = _metric_names(bench_rows)
+        header = ["model", "n", "overall", *names, *tasks]
         body = [
             [
                 r["model"],
                 str(r["n"]),
                 _with_ci(r["accuracy"], r["ci_low"], r["ci_high"]),
+                *(_metric_cell(r, name) for name in names),
                 *(
                     _with_ci(r[f"{t}.accuracy"], r[f"{t}.ci_low"], r[f"{t}.ci_high"])
                     + ("" if r[f"{t}.n"] is None else f" (n={r[f'{t}.n']})")

@@ -4,10 +4,12 @@ Input: ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl`` (written by ``in
 Output: ``results/<exp>/scores/<checkpoint>/<bench>.json``, written atomically::
 
     {"experiment", "checkpoint", "benchmark", "n", "accuracy", "ci_low", "ci_high",
-     "per_task": {task: {"n", "accuracy", "ci_low", "ci_high"}}, "confidence",
+     "per_task": {task: {"n", "accuracy", "ci_low", "ci_high"}},
+     "headline": metric name, "metrics": {name: {"value", "n", "ci_low", "ci_high"}},
+     "confidence",
      "generation_failures",
      "judge": null | {"model", "base_url", "mode", "calls", "failures", "cache_hits", ...},
-     "items": [{"id", "task", "problem_type", "extracted", "correct", "score", "method",
+     "items": [{"id", "task", "groups", "problem_type", "extracted", "correct", "score", "method",
                 "judge_reply", "judge_error", "generation_error"}]}
 
 Every item is scored by the rules (:mod:`vlrl.scoring.rules`). With ``score.judge`` set, an
@@ -28,7 +30,12 @@ saying why and ``correct = score = 0`` (it counts against accuracy: a model whos
 is not rewarded with a smaller denominator), and ``generation_failures`` counts such items; a
 warning names them.
 
-Accuracy is the mean of ``correct``; intervals are Wilson intervals at ``score.confidence``.
+Accuracy is the mean of ``correct``; intervals are Wilson intervals at ``score.confidence``. The
+benchmark's config (``config/benchmarks/<bench>.yaml``) sets its scoring protocol (IoU threshold
+and strictness, ChartQA's relaxed accuracy) and its metrics beyond accuracy
+(:mod:`vlrl.scoring.metrics`: HallusionBench's fAcc / qAcc, CircularEval, MME's score, ...),
+computed from the per-item verdicts into ``metrics``; ``headline`` names the one tables lead
+with.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from vlrl import paths
 from vlrl.answers import extract_answer
+from vlrl.benchmarks import load_benchmark
 from vlrl.config import ExperimentConfig
 from vlrl.errors import StageError
 from vlrl.files import read_jsonl, write_json
@@ -54,6 +62,7 @@ from vlrl.scoring.judge import (
     render_question,
     render_reference,
 )
+from vlrl.scoring.metrics import compute as compute_metrics
 from vlrl.scoring.rules import score_item
 from vlrl.scoring.stats import summarize
 
@@ -92,8 +101,15 @@ def load_predictions(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def rule_scores(rows: list[dict[str, Any]], iou_threshold: float, where: Path) -> list[dict]:
-    """Score every row by the rules; the item dicts of the scores file."""
+def rule_scores(
+    rows: list[dict[str, Any]],
+    iou_threshold: float,
+    where: Path,
+    iou_strict: bool = False,
+    relaxed_tolerance: float | None = None,
+) -> list[dict]:
+    """Score every row by the rules (with the benchmark's protocol); the item dicts of the
+    scores file."""
     items = []
     for lineno, row in enumerate(rows, 1):
         if row.get("error"):  # no response: nothing to score (see the module docstring)
@@ -101,6 +117,7 @@ def rule_scores(rows: list[dict[str, Any]], iou_threshold: float, where: Path) -
                 {
                     "id": row["id"],
                     "task": row.get("task") or row["problem_type"],
+                    "groups": row.get("groups") or {},
                     "problem_type": row["problem_type"],
                     "extracted": None,
                     "correct": 0,
@@ -120,6 +137,8 @@ def rule_scores(rows: list[dict[str, Any]], iou_threshold: float, where: Path) -
                 row.get("options") or [],
                 row.get("boxes") or [],
                 iou_threshold,
+                iou_strict,
+                relaxed_tolerance,
             )
         except ValueError as exc:
             raise StageError(f"score: {where}:{lineno}: {exc}") from None
@@ -127,6 +146,7 @@ def rule_scores(rows: list[dict[str, Any]], iou_threshold: float, where: Path) -
             {
                 "id": row["id"],
                 "task": row.get("task") or row["problem_type"],
+                "groups": row.get("groups") or {},
                 "problem_type": row["problem_type"],
                 "extracted": extracted,
                 "correct": correct,
@@ -243,7 +263,13 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     source = paths.predictions_file(exp, checkpoint, bench)
     rows = load_predictions(source)
     log.info("score: %s/%s on %s: %d items from %s", exp, checkpoint, bench, len(rows), source)
-    items = rule_scores(rows, cfg.score.iou_threshold, source)
+    bench_cfg = load_benchmark(bench)
+    iou_threshold = (
+        bench_cfg.iou_threshold if bench_cfg.iou_threshold is not None else cfg.score.iou_threshold
+    )
+    items = rule_scores(
+        rows, iou_threshold, source, bench_cfg.iou_strict, bench_cfg.relaxed_tolerance
+    )
     failed = [item["id"] for item in items if item["method"] == "failed"]
     if failed:
         listed = ", ".join(map(str, failed[:MAX_LISTED_FAILURES]))
@@ -269,6 +295,10 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     judge_meta = apply_judge(exp, cfg, rows, items) if cfg.score.judge is not None else None
 
     summary = summarize(items, cfg.score.confidence)
+    try:
+        metrics = compute_metrics(items, bench_cfg.metrics, cfg.score.confidence)
+    except StageError as exc:
+        raise StageError(f"score: {bench}: {exc}") from None
     out = paths.scores_file(exp, checkpoint, bench)
     write_json(
         out,
@@ -277,6 +307,8 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
             "checkpoint": checkpoint,
             "benchmark": bench,
             **summary,
+            "headline": bench_cfg.headline,
+            "metrics": metrics,
             "confidence": cfg.score.confidence,
             "generation_failures": len(failed),
             "judge": judge_meta,

@@ -177,6 +177,19 @@ def _stems(folder: Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.yaml"))
 
 
+def _checked_dataset(name: str) -> Any:
+    """``load_dataset(name)``; the format it names, if any, must exist."""
+    from vlrl.config import ConfigProblems, load_dataset
+    from vlrl.data.formats import formats
+
+    cfg = load_dataset(name)
+    if cfg.format is not None and cfg.format not in formats():
+        raise ConfigProblems(
+            [f"{paths.dataset_file(name)}: format: {cfg.format!r} is not one of {formats()}"]
+        )
+    return cfg
+
+
 def _checked_benchmark(name: str) -> Any:
     """``load_benchmark(name)``; the prompt format and the dataset it names, if any, must exist."""
     from vlrl.benchmarks import load_benchmark
@@ -212,7 +225,7 @@ def check_all() -> None:
     Raises:
         ConfigError: listing every problem found, one per line, each naming its file and key.
     """
-    from vlrl.config import load_dataset, load_model
+    from vlrl.config import load_model
 
     config = paths.root() / "config"
     experiments = _stems(config / "experiments")
@@ -228,7 +241,7 @@ def check_all() -> None:
                 f"config/experiments/{name}.yaml; known: {experiments}"
             )
     problems += _check_each("model", models, load_model)
-    problems += _check_each("dataset", datasets, load_dataset)
+    problems += _check_each("dataset", datasets, _checked_dataset)
     problems += _check_each("benchmark", benches, _checked_benchmark)
     for name in experiments:
         problems += experiment_problems(name)[1]

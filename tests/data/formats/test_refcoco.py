@@ -1,0 +1,194 @@
+"""The refcoco format: lmms-lab/RefCOCO(+/g) rows (one object, several expressions, xywh box)
+→ one grounding record per expression, boxes xyxy in pixels (VLM-R1's REC protocol)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image as PILImage
+
+from vlrl.answers import dumps_box
+from vlrl.data.formats import convert_dataset
+from vlrl.data.formats.refcoco import PROBLEM
+from vlrl.errors import DataError
+from vlrl.records import read_records
+
+VAL = "data/val-00000-of-00001-3f7a1c2d.parquet"
+TESTA = "data/testA-00000-of-00001-9b2e4d10.parquet"
+#: The fixture's images are 32 x 24.
+WIDTH, HEIGHT = 32, 24
+INSTRUCTION = (
+    "Please carefully observe the area circled in the image and come up with a caption for the "
+    "area."
+)
+
+
+def _jpeg(shade: int) -> dict[str, Any]:
+    buffer = io.BytesIO()
+    PILImage.new("RGB", (WIDTH, HEIGHT), (shade, 128, 255 - shade)).save(buffer, format="JPEG")
+    return {"bytes": buffer.getvalue(), "path": None}
+
+
+def _row(
+    question_id: str, answer: list[str], bbox: list[float], shade: int, name: str
+) -> dict[str, Any]:
+    x, y, w, h = bbox
+    return {
+        "question_id": question_id,
+        "image": _jpeg(shade),
+        "question": INSTRUCTION,
+        "answer": answer,
+        "segmentation": [x, y, x + w, y, x + w, y + h, x, y + h],
+        "bbox": bbox,
+        "iscrowd": 0,
+        "file_name": f"COCO_train2014_{name}_0.jpg",
+    }
+
+
+def rows_val() -> list[dict[str, Any]]:
+    return [
+        # three expressions of one object
+        _row(
+            "469306",
+            ["guy petting elephant", "foremost person", " green shirt "],
+            [2.5, 3.25, 10.0, 12.5],
+            10,
+            "000000296747",
+        ),
+        # float32 storage: 0.93 + 31.07 is a hair over 32 before rounding
+        _row("1719310", ["the lady with the blue shirt"], [0.93, 2.99, 31.07, 21.01], 90, "581857"),
+        # annotation noise: the box leaves the image by 0.4 px and is clamped to it
+        _row("55", ["right edge thing"], [20.0, 0.0, 12.4, 24.0], 170, "000000000055"),
+    ]
+
+
+def rows_testa() -> list[dict[str, Any]]:
+    return [
+        _row("7001", ["man on left", "guy in red"], [0.0, 0.0, 16.0, 24.0], 40, "000000007001"),
+        _row("7002", ["woman right"], [16.0, 6.0, 16.0, 18.0], 40, "000000007001"),
+    ]
+
+
+def write_rows(root: Path, file: str, rows: list[dict[str, Any]]) -> None:
+    """Write rows as the hub stores them (the dataset card's features)."""
+    import datasets
+    from datasets import Features, Image, Sequence, Value
+
+    datasets.disable_progress_bars()
+    features = Features(
+        {
+            "question_id": Value("string"),
+            "image": Image(),
+            "question": Value("string"),
+            "answer": Sequence(Value("string")),
+            "segmentation": Sequence(Value("float32")),
+            "bbox": Sequence(Value("float32")),
+            "iscrowd": Value("int8"),
+            "file_name": Value("string"),
+        }
+    )
+    columns = {name: [row.get(name) for row in rows] for name in features}
+    path = root / file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+
+
+def write_refcoco_fixture(root: Path) -> None:
+    """A small lmms-lab/RefCOCO under ``root``: ``val`` (3 objects, 5 expressions) and ``testA``
+    (2 objects on one image, 3 expressions); 32 x 24 JPEG images."""
+    write_rows(root, VAL, rows_val())
+    write_rows(root, TESTA, rows_testa())
+
+
+def _records(root: Path, split: str) -> list[dict[str, Any]]:
+    lines = (root / "records" / f"{split}.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_each_expression_becomes_a_grounding_record(tmp_path: Path) -> None:
+    write_refcoco_fixture(tmp_path)
+    assert convert_dataset("refcoco", tmp_path) == {"testA": 3, "val": 5}
+    records = read_records(tmp_path / "records" / "val.jsonl")  # checks images and boxes
+    assert [r.id for r in records] == ["469306#0", "469306#1", "469306#2", "1719310#0", "55#0"]
+    first = records[0]
+    assert first.problem == (
+        "Please provide the bounding box coordinate of the region this sentence describes: "
+        "guy petting elephant."
+    )
+    assert first.problem == PROBLEM.format("guy petting elephant")
+    assert (first.problem_type, first.task, first.data_source) == ("grounding", "val", "refcoco")
+    # xywh [2.5, 3.25, 10, 12.5] -> xyxy, in pixels of the 32 x 24 image
+    assert first.boxes == [[2.5, 3.25, 12.5, 15.75]]
+    assert first.answer == dumps_box([2.5, 3.25, 12.5, 15.75]) == "[2, 3, 12, 16]"
+    assert first.image_sizes == [[WIDTH, HEIGHT]]
+    assert first.groups == {"object": "469306"}
+
+
+def test_the_expressions_of_one_object_share_box_image_and_group(tmp_path: Path) -> None:
+    write_refcoco_fixture(tmp_path)
+    convert_dataset("refcoco", tmp_path)
+    same = [r for r in _records(tmp_path, "val") if r["groups"]["object"] == "469306"]
+    assert [r["problem"].rsplit(": ", 1)[1] for r in same] == [
+        "guy petting elephant.",
+        "foremost person.",
+        "green shirt.",  # stripped
+    ]
+    assert len({json.dumps(r["boxes"]) for r in same}) == 1
+    assert len({r["images"][0] for r in same}) == 1
+    # testA: two objects on one picture, stored once
+    testa = _records(tmp_path, "testA")
+    assert [r["groups"]["object"] for r in testa] == ["7001", "7001", "7002"]
+    assert len({r["images"][0] for r in testa}) == 1
+    assert testa[2]["boxes"] == [[16.0, 6.0, 32.0, 24.0]]
+    assert {r["task"] for r in testa} == {"testA"}
+
+
+def test_float32_noise_is_rounded_and_edge_noise_clamped(tmp_path: Path) -> None:
+    write_refcoco_fixture(tmp_path)
+    convert_dataset("refcoco", tmp_path)
+    boxes = {r["id"]: r["boxes"][0] for r in _records(tmp_path, "val")}
+    assert boxes["1719310#0"] == [0.93, 2.99, 32.0, 24.0]
+    assert boxes["55#0"] == [20.0, 0.0, 32.0, 24.0]  # x2 = 32.4 clamped to the 32 px edge
+
+
+def _bad(tmp_path: Path, file: str, index: int, **change: Any) -> str:
+    val, testa = rows_val(), rows_testa()
+    (val if file == VAL else testa)[index].update(change)
+    write_rows(tmp_path, VAL, val)
+    write_rows(tmp_path, TESTA, testa)
+    with pytest.raises(DataError) as info:
+        convert_dataset("refcoco", tmp_path)
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("file", "index", "change", "needle"),
+    [
+        (VAL, 1, {"bbox": [20.0, 2.0, 14.0, 10.0]}, "is outside its 32x24 image"),
+        (VAL, 0, {"bbox": [-3.0, 2.0, 10.0, 10.0]}, "x1, y1, x2, y2 = [-3.0, 2.0, 7.0, 12.0]"),
+        (TESTA, 1, {"bbox": [1.0, 30.0, 4.0, 4.0]}, "field 'bbox' [1.0, 30.0, 4.0, 4.0]"),
+        (VAL, 0, {"bbox": [1.0, 2.0, 0.0, 5.0]}, "has a width or height <= 0"),
+        (VAL, 2, {"bbox": [1.0, 2.0, 3.0]}, "field 'bbox' must be 4 finite numbers"),
+        (VAL, 0, {"answer": []}, "field 'answer' must be a non-empty list"),
+        (VAL, 0, {"answer": ["left man", "  "]}, "field 'answer' item 1 is not an expression"),
+        (TESTA, 0, {"question_id": None}, "field 'question_id' is empty"),
+        (VAL, 1, {"image": {"bytes": b"junk", "path": None}}, "'image' is not a readable"),
+        (VAL, 2, {"question_id": "469306"}, "repeats question_id '469306' of"),
+    ],
+)
+def test_bad_rows_name_file_row_and_field(
+    tmp_path: Path, file: str, index: int, change: dict[str, Any], needle: str
+) -> None:
+    message = _bad(tmp_path, file, index, **change)
+    assert f"{file} row {index}" in message
+    assert needle in message
+
+
+def test_a_file_of_an_unknown_split_is_an_error(tmp_path: Path) -> None:
+    write_rows(tmp_path, "data/train-00000-of-00001.parquet", rows_testa())
+    with pytest.raises(DataError, match=r"train-00000-of-00001.parquet row 0: is in split 'train'"):
+        convert_dataset("refcoco", tmp_path)

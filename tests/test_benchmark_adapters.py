@@ -1,0 +1,141 @@
+"""Every hub benchmark end to end on its real-schema fixture: the download stage fetches the
+pinned revision from a local huggingface_hub cache and converts it (its dataset's ``format``),
+the benchmark loads and checks its records, and the score stage's rules and metrics score
+responses that give the reference answer (all right) and that give none (all wrong).
+
+The fixtures are the format tests' builders (``tests/data/formats/test_<format>.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+from hub_cache import seed_cache
+
+from vlrl import paths
+from vlrl.benchmarks import load_benchmark, load_items
+from vlrl.config import load_dataset
+from vlrl.scoring.metrics import compute
+from vlrl.stages import download
+from vlrl.stages.score import rule_scores
+
+REPO = Path(__file__).resolve().parents[1]
+FORMAT_TESTS = Path(__file__).parent / "data" / "formats"
+
+
+def hub_benchmarks() -> list[str]:
+    """The benchmarks whose dataset is converted from a hub format."""
+    found = []
+    for file in sorted((REPO / "config" / "benchmarks").glob("*.yaml")):
+        dataset = yaml.safe_load(file.read_text()).get("dataset")
+        data_file = REPO / "config" / "datasets" / f"{dataset}.yaml"
+        if dataset and yaml.safe_load(data_file.read_text()).get("format"):
+            found.append(file.stem)
+    return found
+
+
+def fixture_builder(fmt: str):
+    path = FORMAT_TESTS / f"test_{fmt}.py"
+    spec = importlib.util.spec_from_file_location(f"format_fixture_{fmt}", path)
+    assert spec and spec.loader, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, f"write_{fmt}_fixture")
+
+
+def test_every_format_has_a_fixture_builder() -> None:
+    from vlrl.data.formats import formats
+
+    for fmt in formats():
+        assert callable(fixture_builder(fmt)), fmt
+
+
+@pytest.mark.parametrize("bench", hub_benchmarks())
+def test_downloaded_converted_loaded_and_scored(
+    bench: str,
+    project: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from huggingface_hub import constants
+
+    bench_cfg = load_benchmark(bench)
+    assert bench_cfg.dataset is not None
+    data_cfg = load_dataset(bench_cfg.dataset)
+    assert data_cfg.format is not None
+    files = tmp_path_factory.mktemp(f"{bench}-hub")
+    fixture_builder(data_cfg.format)(files)
+    cache = tmp_path_factory.mktemp(f"{bench}-cache")
+    seed_cache(cache, data_cfg.repo_id, data_cfg.revision, files, repo_type="dataset")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+
+    download.run(bench_cfg.dataset)
+    items, base = load_items("tiny_shapes", bench)
+
+    assert items, f"{bench}: no items in {paths.dataset_resource(bench_cfg.dataset)}"
+    assert all((base / image).is_file() for r in items for image in r.images)
+    rows = [
+        {
+            **r.model_dump(),
+            "groups": r.groups,
+            "response": f"<think>.</think><answer>{r.answer}</answer>",
+        }
+        for r in items
+    ]
+    iou = bench_cfg.iou_threshold if bench_cfg.iou_threshold is not None else 0.5
+    right = rule_scores(rows, iou, base, bench_cfg.iou_strict, bench_cfg.relaxed_tolerance)
+    wrong = rule_scores(
+        [{**row, "response": "<answer></answer>"} for row in rows],
+        iou,
+        base,
+        bench_cfg.iou_strict,
+        bench_cfg.relaxed_tolerance,
+    )
+    assert [i["id"] for i in right if not i["correct"]] == [], bench
+    assert sum(i["correct"] for i in wrong) == 0, bench
+
+    # A small fixture lacks some of the tasks a task_sum names (MME's 14 subtasks): sum over
+    # those it has (a missing task is an error, tests/scoring/test_metrics.py).
+    present = {i["task"] for i in right}
+    specs = [
+        s.model_copy(update={"tasks": [t for t in s.tasks if t in present]}) if s.tasks else s
+        for s in bench_cfg.metrics
+    ]
+    best = compute(right, specs)
+    worst = compute(wrong, specs)
+    for spec in [None, *specs]:
+        name = "accuracy" if spec is None else spec.name
+        if spec is not None and spec.kind == "task_sum":
+            per_task = 1 + len([o for o in spec.of if o != "accuracy"])
+            tasks = spec.tasks or {i["task"] for i in right}
+            assert best[name]["value"] == pytest.approx(spec.scale * per_task * len(tasks))
+        else:
+            assert best[name]["value"] == pytest.approx(1.0), name
+        assert worst[name]["value"] == pytest.approx(0.0), name
+
+
+def test_a_bad_raw_row_fails_the_download_and_leaves_nothing(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+    from huggingface_hub import constants
+
+    from vlrl.errors import DataError
+
+    data_cfg = load_dataset("chartqa")
+    files = tmp_path / "hub"
+    fixture_builder("chartqa")(files)
+    (parquet,) = sorted(files.glob("data/test-*.parquet"))
+    table = pq.read_table(parquet)
+    pq.write_table(table.drop_columns(["answer"]), parquet)  # every row lacks its answer
+    cache = tmp_path / "cache"
+    seed_cache(cache, data_cfg.repo_id, data_cfg.revision, files, repo_type="dataset")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+
+    with pytest.raises(DataError, match=r"data/test-.*\.parquet row 0: has no field 'answer'"):
+        download.run("chartqa")
+    assert not paths.dataset_resource("chartqa").exists()
