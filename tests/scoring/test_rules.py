@@ -124,3 +124,47 @@ def test_math_verify_refuses_threads_loudly():
     thread.start()
     thread.join()
     assert errors and "thread" in str(errors[0]).lower()
+
+
+def test_boxes_in_the_model_input_frame_are_rescaled_first():
+    # The model saw a 56x28 resize of a 112x56 image and answered in its pixels.
+    response = "<answer>[14, 7, 28, 14]</answer>"
+    gold = [[28, 14, 56, 28]]
+
+    as_is = score_item(response, "", "grounding", boxes=gold)
+    rescaled = score_item(response, "", "grounding", boxes=gold, box_frames=([56, 28], [112, 56]))
+
+    assert as_is[2] == 0 and rescaled[1:] == (1.0, 1)
+
+
+def test_strict_iou_needs_more_than_the_threshold():
+    response = "<answer>[0, 0, 10, 10]</answer>"  # IoU 0.5 with [0, 0, 10, 20]
+    assert score_item(response, "", "grounding", boxes=[[0, 0, 10, 20]])[2] == 1
+    assert score_item(response, "", "grounding", boxes=[[0, 0, 10, 20]], iou_strict=True)[2] == 0
+
+
+@pytest.mark.parametrize(
+    ("response", "answer", "correct"),
+    [
+        ("<answer>104</answer>", "100", 1),
+        ("<answer>106</answer>", "100", 0),
+        ("<answer>Democrats</answer>", "democrats", 1),
+        ("<answer>1,000</answer>", "1000", 0),  # float() refuses the comma: a string compare
+    ],
+)
+def test_relaxed_accuracy_replaces_the_number_rules(response, answer, correct):
+    problem_type = "numerical" if answer[0].isdigit() else "free_form"
+    assert score_item(response, answer, problem_type, relaxed_tolerance=0.05)[2] == correct
+
+
+@pytest.mark.parametrize(
+    ("response", "correct"),
+    [
+        ("<answer>Yes, the left one is larger.</answer>", 1),
+        ("<answer>yes or no?</answer>", 0),
+        ("<answer>No.</answer>", 0),
+        ("<answer>yesterday</answer>", 0),
+    ],
+)
+def test_yes_no_is_vlmevalkits_word_rule(response, correct):
+    assert score_item(response, "yes", "yes_no")[2] == correct

@@ -138,3 +138,18 @@ def test_openai_backend_records_a_failed_request_as_an_error(
     )
     assert all(r["response"] == "<answer>3</answer>" and r["error"] is None for r in ok)
     assert "infer: 1 of 20 items got no response" in caplog.text
+
+
+def test_model_input_sizes_are_the_processors_resize(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from PIL import Image
+    from transformers import AutoProcessor
+
+    image = tmp_path / "wide.png"
+    Image.new("RGB", (300, 97), "white").save(image)
+    processor = AutoProcessor.from_pretrained(tiny_model_dir).image_processor
+    grid = processor(images=[Image.open(image)], return_tensors="pt")["image_grid_thw"][0]
+
+    sizes = infer.model_input_sizes(tiny_model_dir, [[str(image)], []])
+
+    assert sizes == [[int(grid[2]) * 14, int(grid[1]) * 14], None]
+    assert sizes[0][0] % 28 == 0 and sizes[0][1] % 28 == 0  # whole merged patches

@@ -193,3 +193,20 @@ def test_cli_runs_the_stage_and_reports_errors(project):
     ok = runner.invoke(app, ["score", EXP, "grpo", BENCH])
     assert ok.exit_code == 0, ok.output
     assert paths.scores_file(EXP, "grpo", BENCH).is_file()
+
+
+def test_model_input_boxes_without_their_frames_are_refused(tmp_path: Path) -> None:
+    from vlrl.stages.score import rule_scores
+
+    row = {
+        "id": "r1",
+        "problem_type": "grounding",
+        "answer": "[0, 0, 10, 10]",
+        "boxes": [[0, 0, 10, 10]],
+        "response": "<answer>[0, 0, 5, 5]</answer>",
+    }
+    with pytest.raises(StageError, match=r"preds.jsonl:1: .*box_frame: model_input.*rerun infer"):
+        rule_scores([row], 0.5, tmp_path / "preds.jsonl", box_frame="model_input")
+    framed = {**row, "input_size": [5, 5], "image_sizes": [[10, 10]]}
+    (item,) = rule_scores([framed], 0.5, tmp_path / "preds.jsonl", box_frame="model_input")
+    assert item["correct"] == 1 and item["score"] == 1.0

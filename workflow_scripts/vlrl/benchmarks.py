@@ -96,6 +96,13 @@ class BenchmarkConfig(Section):
     iou_strict: bool = Field(
         False, description="Grounding: correct iff IoU > threshold (VLM-R1), not IoU >= threshold."
     )
+    box_frame: Literal["original", "model_input"] = Field(
+        "original",
+        description="Grounding: the pixel frame of the model's boxes. original: the image as "
+        "stored; model_input: the image as the processor resized it (Qwen2.5-VL answers in it), "
+        "rescaled to the original before IoU as VLM-R1's test_rec_r1.py does (x / input_width "
+        "* image_width, the input frame from image_grid_thw x patch size).",
+    )
     relaxed_tolerance: float | None = Field(
         None,
         ge=0,

@@ -34,7 +34,14 @@ import re
 
 from math_verify import parse, verify
 
-from vlrl.answers import answer_accuracy, extract_answer, normalize_text, parse_letter
+from vlrl.answers import (
+    answer_accuracy,
+    box_iou,
+    extract_answer,
+    normalize_text,
+    parse_box,
+    parse_letter,
+)
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _PLAIN_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -102,12 +109,17 @@ def score_item(
     iou_threshold: float = 0.5,
     iou_strict: bool = False,
     relaxed_tolerance: float | None = None,
+    box_frames: tuple[list[float], list[float]] | None = None,
 ) -> tuple[str | None, float, int]:
     """Score one response against its reference.
 
     Returns:
         ``(extracted, score, correct)``: the answer span that was scored (None when it is empty),
         a continuous score in [0, 1] and 0/1 correctness.
+
+    ``box_frames`` (grounding), ``([input width, height], [image width, height])``: the
+    predicted box is in the model-input frame and is rescaled to the image's before IoU
+    (:func:`rescale_box`).
 
     Raises:
         ValueError: for a problem type without a rule (``detection``).
@@ -149,7 +161,11 @@ def score_item(
         return span, float(correct), correct
     if problem_type == "grounding":
         box = boxes[0] if boxes else None
-        iou = answer_accuracy(wrapped, answer, problem_type, box)
+        if box_frames is None:
+            iou = answer_accuracy(wrapped, answer, problem_type, box)
+        else:
+            pred, gold = parse_box(span), box if box is not None else parse_box(answer)
+            iou = box_iou(rescale_box(pred, *box_frames), gold) if pred and gold else 0.0
         return span, iou, int(iou > iou_threshold if iou_strict else iou >= iou_threshold)
     if problem_type in {"free_form", "ocr"}:
         score = answer_accuracy(wrapped, answer, problem_type)
@@ -189,6 +205,23 @@ def yes_or_no(text: str) -> str | None:
     if "no" in words and "yes" not in words:
         return "no"
     return None
+
+
+def rescale_box(box: list[float], input_size: list[float], image_size: list[float]) -> list[float]:
+    """A box from the model-input frame to the image's, in the order of VLM-R1's
+    ``resize_bbox`` (``x / input_width * image_width``: divide first, so IoUs at the threshold
+    match it to the last bit).
+
+    >>> rescale_box([14, 28, 28, 56], [28, 56], [100, 200])
+    [50.0, 100.0, 100.0, 200.0]
+    """
+    (in_w, in_h), (img_w, img_h) = input_size, image_size
+    return [
+        box[0] / in_w * img_w,
+        box[1] / in_h * img_h,
+        box[2] / in_w * img_w,
+        box[3] / in_h * img_h,
+    ]
 
 
 def _relaxed_float(text: str) -> float | None:

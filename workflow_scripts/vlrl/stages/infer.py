@@ -122,13 +122,22 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
             out,
         )
 
+    frames = model_input_sizes(model_dir, images) if bench_cfg.box_frame == "model_input" else None
     rows = []
-    for record, conversation, response in zip(items, conversations, responses, strict=True):
+    for i, (record, conversation, response) in enumerate(
+        zip(items, conversations, responses, strict=True)
+    ):
         rows.append(
             {
                 "id": record.id,
                 "task": record.task or record.problem_type,
                 **({"groups": record.groups} if record.groups else {}),
+                # The frames score needs to rescale boxes (benchmark box_frame: model_input).
+                **(
+                    {"input_size": frames[i], "image_sizes": record.image_sizes}
+                    if frames is not None
+                    else {}
+                ),
                 "problem_type": record.problem_type,
                 "problem": record.problem,
                 "answer": record.answer,
@@ -246,6 +255,26 @@ class Shard:
     cpu_threads: int | None
     desc: str
     position: int
+
+
+def model_input_sizes(model_dir: Path, image_paths: list[list[str]]) -> list[list[int] | None]:
+    """Per item, ``[width, height]`` of its first image as the model's processor resizes it
+    (``image_grid_thw`` × patch size, as VLM-R1's ``test_rec_r1.py`` reads it); None for an item
+    without an image."""
+    from transformers import AutoProcessor
+
+    image_processor = AutoProcessor.from_pretrained(model_dir).image_processor
+    patch = image_processor.patch_size
+    sizes: list[list[int] | None] = []
+    for paths_ in image_paths:
+        if not paths_:
+            sizes.append(None)
+            continue
+        with Image.open(paths_[0]) as img:
+            grid = image_processor(images=[img.convert("RGB")], return_tensors="pt")
+        _, height, width = (int(v) for v in grid["image_grid_thw"][0])
+        sizes.append([width * patch, height * patch])
+    return sizes
 
 
 def generate_shard(

@@ -107,9 +107,11 @@ def rule_scores(
     where: Path,
     iou_strict: bool = False,
     relaxed_tolerance: float | None = None,
+    box_frame: str = "original",
 ) -> list[dict]:
     """Score every row by the rules (with the benchmark's protocol); the item dicts of the
-    scores file."""
+    scores file. With ``box_frame`` ``model_input``, a grounding row must carry its
+    ``input_size`` and ``image_sizes`` (the infer stage writes them)."""
     items = []
     for lineno, row in enumerate(rows, 1):
         if row.get("error"):  # no response: nothing to score (see the module docstring)
@@ -139,6 +141,7 @@ def rule_scores(
                 iou_threshold,
                 iou_strict,
                 relaxed_tolerance,
+                _box_frames(row, box_frame, where, lineno),
             )
         except ValueError as exc:
             raise StageError(f"score: {where}:{lineno}: {exc}") from None
@@ -158,6 +161,20 @@ def rule_scores(
             }
         )
     return items
+
+
+def _box_frames(
+    row: dict[str, Any], box_frame: str, where: Path, lineno: int
+) -> tuple[list[float], list[float]] | None:
+    if box_frame != "model_input" or row["problem_type"] != "grounding":
+        return None
+    sizes = row.get("image_sizes") or []
+    if not row.get("input_size") or not sizes:
+        raise StageError(
+            f"score: {where}:{lineno}: the benchmark's boxes are in the model-input frame "
+            "(box_frame: model_input) but the row has no input_size / image_sizes; rerun infer"
+        )
+    return row["input_size"], sizes[0]
 
 
 def judge_request(row: dict[str, Any]) -> JudgeRequest:
@@ -268,7 +285,12 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
         bench_cfg.iou_threshold if bench_cfg.iou_threshold is not None else cfg.score.iou_threshold
     )
     items = rule_scores(
-        rows, iou_threshold, source, bench_cfg.iou_strict, bench_cfg.relaxed_tolerance
+        rows,
+        iou_threshold,
+        source,
+        bench_cfg.iou_strict,
+        bench_cfg.relaxed_tolerance,
+        bench_cfg.box_frame,
     )
     failed = [item["id"] for item in items if item["method"] == "failed"]
     if failed:
