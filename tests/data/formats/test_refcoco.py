@@ -19,6 +19,7 @@ from vlrl.records import read_records
 
 VAL = "data/val-00000-of-00001-3f7a1c2d.parquet"
 TESTA = "data/testA-00000-of-00001-9b2e4d10.parquet"
+TESTB = "data/testB-00000-of-00001-5c0d7e21.parquet"
 #: The fixture's images are 32 x 24.
 WIDTH, HEIGHT = 32, 24
 INSTRUCTION = (
@@ -73,6 +74,10 @@ def rows_testa() -> list[dict[str, Any]]:
     ]
 
 
+def rows_testb() -> list[dict[str, Any]]:
+    return [_row("8001", ["bowl on the right", "white bowl"], [18.0, 10.0, 12.0, 8.0], 220, "8001")]
+
+
 def write_rows(root: Path, file: str, rows: list[dict[str, Any]]) -> None:
     """Write rows as the hub stores them (the dataset card's features)."""
     import datasets
@@ -98,10 +103,12 @@ def write_rows(root: Path, file: str, rows: list[dict[str, Any]]) -> None:
 
 
 def write_refcoco_fixture(root: Path) -> None:
-    """A small lmms-lab/RefCOCO under ``root``: ``val`` (3 objects, 5 expressions) and ``testA``
-    (2 objects on one image, 3 expressions); 32 x 24 JPEG images."""
+    """A small lmms-lab/RefCOCO under ``root``: ``val`` (3 objects, 5 expressions), ``testA``
+    (2 objects on one image, 3 expressions) and ``testB`` (1 object, 2 expressions); 32 x 24
+    JPEG images."""
     write_rows(root, VAL, rows_val())
     write_rows(root, TESTA, rows_testa())
+    write_rows(root, TESTB, rows_testb())
 
 
 def _records(root: Path, split: str) -> list[dict[str, Any]]:
@@ -111,7 +118,7 @@ def _records(root: Path, split: str) -> list[dict[str, Any]]:
 
 def test_each_expression_becomes_a_grounding_record(tmp_path: Path) -> None:
     write_refcoco_fixture(tmp_path)
-    assert convert_dataset("refcoco", tmp_path) == {"testA": 3, "val": 5}
+    assert convert_dataset("refcoco", tmp_path) == {"testA": 3, "testB": 2, "val": 5}
     records = read_records(tmp_path / "records" / "val.jsonl")  # checks images and boxes
     assert [r.id for r in records] == ["469306#0", "469306#1", "469306#2", "1719310#0", "55#0"]
     first = records[0]

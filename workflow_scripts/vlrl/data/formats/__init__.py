@@ -73,6 +73,25 @@ class Row:
             raise self.error(f"field {name!r} is empty")
         return value
 
+    def text(self, name: str, *, strip: bool = True, allow_empty: bool = False) -> str:
+        """A string field (stripped unless ``strip`` is false); a missing, empty (unless
+        allowed: then None is "") or non-string value is an error naming the row."""
+        value = self.field(name, allow_empty=allow_empty)
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            raise self.error(f"field {name!r} must be a string: {value!r}")
+        return value.strip() if strip else value
+
+    def natural(self, name: str) -> int:
+        """A non-negative integer field (a string of decimal digits is accepted)."""
+        value = self.field(name)
+        if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+            return int(value.strip())
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        raise self.error(f"field {name!r} is {value!r}, not a non-negative integer")
+
 
 def parquet_rows(source: Path, pattern: str) -> Iterator[Row]:
     """The rows of every parquet file under ``source`` matching ``pattern`` (sorted by path), as

@@ -71,13 +71,6 @@ def is_number(answer: str) -> bool:
     return value is not None and math.isfinite(value)
 
 
-def string(row: Row, name: str) -> str:
-    value = row.field(name)
-    if not isinstance(value, str):
-        raise row.error(f"field {name!r} must be a string: {value!r}")
-    return value.strip()
-
-
 def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
     """Yield ("test", record) for every row, numbered in file order across the files."""
     for index, row in enumerate(parquet_rows(source, PATTERN)):
@@ -86,15 +79,15 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
 
 def convert_row(row: Row, index: int, images: ImageStore) -> Record:
     """One ChartQA row as a canonical record with id ``index``."""
-    kind = string(row, "type")
+    kind = row.text("type")
     if kind not in TASKS:
         raise row.error(f"field 'type' is {kind!r}, not one of {list(TASKS)}")
-    answer = string(row, "answer")
+    answer = row.text("answer")
     return record(
         row,
         id=str(index),
         images=[images.save(row.field("image"), row, "image")],
-        problem=string(row, "question"),
+        problem=row.text("question"),
         answer=answer,
         problem_type="numerical" if is_number(answer) else "free_form",
         data_source=DATA_SOURCE,

@@ -73,13 +73,6 @@ YES_NO_PROMPT = " Please answer yes or no."
 PAIR = 2
 
 
-def string(row: Row, name: str) -> str:
-    value = row.field(name)
-    if not isinstance(value, str):
-        raise row.error(f"field {name!r} must be a string: {value!r}")
-    return value
-
-
 def image_key(category: str, question_id: str) -> str:
     """The (category, question_id) pair lmms-eval's aggregation groups an image's questions by.
 
@@ -118,11 +111,11 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
 
 def convert_row(row: Row, images: ImageStore) -> Record:
     """One MME row as a canonical record (its id is set by :func:`convert`)."""
-    category = string(row, "category").strip()
+    category = row.text("category", strip=False).strip()
     if category not in CATEGORIES:
         raise row.error(f"field 'category' is {category!r}, not one of MME's 14 subtasks")
-    question_id = string(row, "question_id").strip()
-    answer = string(row, "answer").lower().strip().replace(".", "")
+    question_id = row.text("question_id", strip=False).strip()
+    answer = row.text("answer", strip=False).lower().strip().replace(".", "")
     if answer not in ("yes", "no"):
         raise row.error(f"field 'answer' is {row.data['answer']!r}, not Yes or No")
     key = image_key(category, question_id)
@@ -130,7 +123,7 @@ def convert_row(row: Row, images: ImageStore) -> Record:
         row,
         id=key,
         images=[images.save(row.field("image"), row, "image")],
-        problem=string(row, "question").strip(),
+        problem=row.text("question", strip=False).strip(),
         answer=answer,
         problem_type="yes_no",
         data_source=DATA_SOURCE,
