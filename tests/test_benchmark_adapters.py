@@ -17,12 +17,28 @@ from hub_cache import seed_cache
 from vlrl import paths
 from vlrl.benchmarks import load_benchmark, load_items
 from vlrl.config import load_dataset
+from vlrl.predictions import items_as_dicts, prediction_of
 from vlrl.scoring.metrics import compute
 from vlrl.stages import download
 from vlrl.stages.score import rule_scores
 
 REPO = Path(__file__).resolve().parents[1]
 FORMAT_TESTS = Path(__file__).parent / "data" / "formats"
+
+
+#: We-Math's measures (metric kind wemath_four_dimensional) when every question is right and
+#: when every one is wrong: all wrong is all insufficient knowledge, and with no composite
+#: question solved there is nothing to memorise (RM 0).
+WEMATH_BEST_WORST = {
+    "score_strict": (1.0, 0.0),
+    "score_loose": (1.0, 0.0),
+    "IK": (0.0, 1.0),
+    "IG": (0.0, 0.0),
+    "CM_strict": (1.0, 0.0),
+    "CM_loose": (1.0, 0.0),
+    "RM_strict": (0.0, 0.0),
+    "RM_loose": (0.0, 0.0),
+}
 
 
 def hub_benchmarks() -> list[str]:
@@ -77,23 +93,15 @@ def test_downloaded_converted_loaded_and_scored(
 
     assert items, f"{bench}: no items in {paths.dataset_resource(bench_cfg.dataset)}"
     assert all((base / image).is_file() for r in items for image in r.images)
-    rows = [
-        {
-            **r.model_dump(),
-            "groups": r.groups,
-            "response": f"<think>.</think><answer>{r.answer}</answer>",
-        }
-        for r in items
-    ]
     iou = bench_cfg.iou_threshold if bench_cfg.iou_threshold is not None else 0.5
-    right = rule_scores(rows, iou, base, bench_cfg.iou_strict, bench_cfg.relaxed_tolerance)
-    wrong = rule_scores(
-        [{**row, "response": "<answer></answer>"} for row in rows],
-        iou,
-        base,
-        bench_cfg.iou_strict,
-        bench_cfg.relaxed_tolerance,
-    )
+    # Answers in the images' own pixels here (no model-input frame to rescale from).
+    protocol = bench_cfg.model_copy(update={"box_frame": "original"})
+    right_answers = [
+        prediction_of(r, f"<think>.</think><answer>{r.answer}</answer>") for r in items
+    ]
+    no_answers = [prediction_of(r, "<answer></answer>") for r in items]
+    right = items_as_dicts(rule_scores(right_answers, protocol, iou, base))
+    wrong = items_as_dicts(rule_scores(no_answers, protocol, iou, base))
     assert [i["id"] for i in right if not i["correct"]] == [], bench
     assert sum(i["correct"] for i in wrong) == 0, bench
 
@@ -112,9 +120,14 @@ def test_downloaded_converted_loaded_and_scored(
             per_task = 1 + len([o for o in spec.of if o != "accuracy"])
             tasks = spec.tasks or {i["task"] for i in right}
             assert best[name]["value"] == pytest.approx(spec.scale * per_task * len(tasks))
+            assert worst[name]["value"] == pytest.approx(0.0), name
+        elif spec is not None and spec.kind == "wemath_four_dimensional":
+            best_value, worst_value = WEMATH_BEST_WORST[spec.measure or ""]
+            assert best[name]["value"] == pytest.approx(best_value), name
+            assert worst[name]["value"] == pytest.approx(worst_value), name
         else:
             assert best[name]["value"] == pytest.approx(1.0), name
-        assert worst[name]["value"] == pytest.approx(0.0), name
+            assert worst[name]["value"] == pytest.approx(0.0), name
 
 
 def test_a_bad_raw_row_fails_the_download_and_leaves_nothing(

@@ -32,6 +32,7 @@ ACCURACY_CASES = [
     ("<answer>3 or 4</answer>", "3", "numerical", None, 0.0, "two numbers: ambiguous"),
     ("<think>3</think><answer>4</answer>", "3", "numerical", None, 0.0, "number in think ignored"),
     ("3", "3", "numerical", None, 0.0, "no answer tag"),
+    ("<answer>3</answer>", "\\sqrt{3}", "numerical", None, 0.0, "a LaTeX reference is no number"),
     (
         "<answer>[0, 0, 10, 10]</answer>",
         "[0, 0, 10, 10]",

@@ -35,17 +35,15 @@ from vlrl import paths
 from vlrl.config import JudgeConfig, load_experiment
 from vlrl.endpoints import EndpointCache, redact_url
 from vlrl.errors import StageError
-from vlrl.scoring import judge as judge_module
 from vlrl.scoring.judge import (
-    PROMPT_VERSION,
     Judge,
     JudgeRequest,
-    build_prompt,
     judge_cache_dir,
-    parse_verdict,
+    judge_request,
     render_question,
     render_reference,
 )
+from vlrl.scoring.judge_prompts import PROMPTS, JudgePrompt
 from vlrl.stages import score
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,42 +52,8 @@ KEY_ENV = "VLRL_TEST_JUDGE_KEY"
 
 
 # ------------------------------------------------------------------------------ unit tests
-VERDICTS = [
-    ("1", 1, "the bare token"),
-    ("0", 0, "the bare token"),
-    (" 1 \n", 1, "surrounding whitespace is not content"),
-    ("Verdict: 0", 0, "echoing the prompt's 'Verdict:' cue"),
-    ("**1**", 1, "Markdown emphasis around the token"),
-    ("\\boxed{0}", 0, "a boxed verdict"),
-    ("1.", 1, "a trailing full stop"),
-    ("<think>it says 3, reference 3, so 1? no, 0</think>\n1", 1, "reasoning is dropped first"),
-    ("The answers differ.\n0", 0, "only the last line holds the verdict"),
-    ("", None, "an empty reply is a failure"),
-    ("correct", None, "words outside the vocabulary are failures"),
-    ("0 or 1", None, "two verdicts are a failure, not the last one"),
-    ("10", None, "a number that is not a verdict token"),
-    ("1\nActually I am not sure", None, "a verdict followed by more text is a failure"),
-    ("<think>1</think>", None, "a verdict only inside the reasoning is a failure"),
-    ("yes", None, "yes/no is not the closed vocabulary"),
-]
-
-
-@pytest.mark.parametrize(
-    ("reply", "expected"), [pytest.param(r, e, id=why) for r, e, why in VERDICTS]
-)
-def test_parse_verdict(reply, expected):
-    assert parse_verdict(reply) == expected
-
-
-def test_prompt_has_role_rules_delimiters_and_closed_vocabulary():
-    prompt = build_prompt("How many circles?", "3", "three")
-    assert prompt.startswith("You are a strict grader.")
-    assert "exactly one token: 1 if the candidate is correct, 0 if it is incorrect" in prompt
-    tail = prompt[prompt.index("Now grade this candidate.") :]
-    assert "<Question Begin>How many circles?<Question End>" in tail
-    assert "<Reference Begin>3<Reference End>" in tail
-    assert "<Candidate Begin>three<Candidate End>" in tail
-    assert prompt.endswith("Verdict:")
+#: (The prompts and their parsers: tests/scoring/test_judge_prompts.py.)
+FREE_FORM = PROMPTS["free_form"]
 
 
 def test_render_question_and_reference():
@@ -100,10 +64,11 @@ def test_render_question_and_reference():
 
 
 def test_cache_key_covers_everything_that_decides_a_verdict():
-    def key(model="m", question="q", reference="r", candidate="c", temperature=0.0):
+    def key(model="m", question="q", reference="r", candidate="c", temperature=0.0, ptype="ocr"):
         cfg = JudgeConfig(base_url="http://h/v1", model=model, temperature=temperature)
-        body = Judge(cfg).body(JudgeRequest("1", question, reference, candidate))
-        return EndpointCache.key(cfg.base_url, model, PROMPT_VERSION, body)
+        request = judge_request("1", question, reference, ptype, [], candidate)
+        body = Judge(cfg).body(request)
+        return EndpointCache.key(cfg.base_url, model, request.prompt.version, body)
 
     variants = [
         key(),
@@ -112,9 +77,23 @@ def test_cache_key_covers_everything_that_decides_a_verdict():
         key(reference="r2"),
         key(candidate="c2"),
         key(temperature=0.5),
+        key(ptype="numerical"),  # another answer type: another prompt
     ]
     assert len(set(variants)) == len(variants)
     assert key() == key()
+    assert key(ptype="ocr") == key(ptype="free_form")  # one prompt for both
+
+
+def test_each_answer_type_is_asked_with_its_prompt_and_a_graded_prompt_sets_its_budget():
+    cfg = JudgeConfig(base_url="http://h/v1", model="m")
+    judge = Judge(cfg)
+    mc = judge.body(judge_request("1", "Which?", "B", "multiple_choice", ["x", "y"], "y"))
+    assert "chooses that option" in mc["messages"][0]["content"]
+    assert "<Reference Begin>B. y<Reference End>" in mc["messages"][0]["content"]
+    request = judge_request("2", "What is x?", "-1<AND>-5", "free_form", [], "-1", "mmvet")
+    graded = judge.body(request)
+    assert graded["messages"][0]["content"].endswith("\nWhat is x? | -1 <AND> -5 | -1 | ")
+    assert graded["max_tokens"] == 3 and mc["max_tokens"] == cfg.max_tokens
 
 
 def test_unreachable_endpoint_is_retried_then_a_failure(caplog):
@@ -122,7 +101,7 @@ def test_unreachable_endpoint_is_retried_then_a_failure(caplog):
         base_url=closed_port_url(), model="m", max_retries=2, timeout_s=2, backoff_s=0.01
     )
     judge = Judge(cfg)
-    requests = [JudgeRequest(str(i), "q", "r", "c") for i in range(3)]
+    requests = [JudgeRequest(str(i), "q", "r", "c", FREE_FORM) for i in range(3)]
     with caplog.at_level(logging.WARNING, logger="vlrl.scoring.judge"):
         outcomes = judge.judge(requests)
     assert [o.verdict for o in outcomes] == [None] * 3
@@ -136,7 +115,10 @@ def _fake_cfg(base_url: str, **options) -> JudgeConfig:
     return JudgeConfig(base_url=base_url, model="judge-m", **{**OPTIONS, **options})
 
 
-REQUESTS = [JudgeRequest("a", "Q1?", "3", "three"), JudgeRequest("b", "Q2?", "red", "blue")]
+REQUESTS = [
+    JudgeRequest("a", "Q1?", "3", "three", FREE_FORM),
+    JudgeRequest("b", "Q2?", "red", "blue", FREE_FORM),
+]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -153,7 +135,7 @@ def test_misbehaving_endpoint_gives_no_verdict_and_caches_nothing(endpoint, case
     assert not list((tmp_path / "judge_cache").rglob("*.json"))
 
 
-def test_verdicts_are_cached_per_endpoint_model_and_prompt_version(endpoint, tmp_path, monkeypatch):
+def test_verdicts_are_cached_per_endpoint_model_and_prompt_version(endpoint, tmp_path):
     endpoint.state.reply = "1"
     cache_dir = tmp_path / "judge_cache"
     first = Judge(_fake_cfg(endpoint.base_url), cache_dir)
@@ -164,14 +146,14 @@ def test_verdicts_are_cached_per_endpoint_model_and_prompt_version(endpoint, tmp
     # Another judge model asks again.
     other_model = JudgeConfig(base_url=endpoint.base_url, model="judge-2", **OPTIONS)
     assert [o.cached for o in Judge(other_model, cache_dir).judge(REQUESTS)] == [False, False]
-    # Another prompt version asks again.
-    monkeypatch.setattr(judge_module, "PROMPT_VERSION", "verifier-v2")
-    assert [o.cached for o in Judge(_fake_cfg(endpoint.base_url), cache_dir).judge(REQUESTS)] == [
-        False,
-        False,
+    # Another prompt version (the same text) asks again.
+    bumped = JudgePrompt(**{**FREE_FORM.__dict__, "version": "free_form-v2"})
+    requests = [
+        JudgeRequest(r.item_id, r.question, r.reference, r.candidate, bumped) for r in REQUESTS
     ]
+    outcomes = Judge(_fake_cfg(endpoint.base_url), cache_dir).judge(requests)
+    assert [o.cached for o in outcomes] == [False, False]
     assert endpoint.state.requests == 6
-    monkeypatch.undo()
     # Another endpoint is not answered from this one's cache (here it is down: no verdict).
     outcomes = Judge(_fake_cfg(closed_port_url()), cache_dir).judge(REQUESTS)
     assert [o.verdict for o in outcomes] == [None, None]
@@ -209,7 +191,7 @@ def _build_models(out: Path) -> dict[str, str]:
         special_tokens=special,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    bpe.train_from_iterator([build_prompt("How many circles?", "3", "three")] * 4, trainer)
+    bpe.train_from_iterator([FREE_FORM.render("How many circles?", "3", "three")] * 4, trainer)
     template = (
         "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
         "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -363,14 +345,14 @@ def project(project, monkeypatch):
     return tmp_path
 
 
-def _cfg(server, model: str, mode: str, on_failure: str = "error"):
+def _cfg(server, model: str, mode: str, on_failure: str | None = None):
     return load_experiment(
         "tiny_shapes",
         [
             f"score.judge.base_url={server.base_url}",
             f"score.judge.model={server.models[model]}",
             f"score.judge.mode={mode}",
-            f"score.judge.on_failure={on_failure}",
+            *([f"score.judge.on_failure={on_failure}"] if on_failure else []),
             f"score.judge.api_key_env={KEY_ENV}",
             "score.judge.max_retries=1",
             "score.judge.concurrency=3",
@@ -382,12 +364,27 @@ def _scores():
     return json.loads(paths.scores_file("tiny_shapes", "grpo", "shapes_test").read_text())
 
 
-def test_garbage_judge_fails_the_stage_by_default(server, project):
-    cfg = _cfg(server, "random", "always")
+def test_garbage_judge_leaves_its_items_unscored_by_default(server, project):
+    score.run("tiny_shapes", _cfg(server, "random", "always"), "grpo", "shapes_test")
+    data = _scores()
+    assert data["judge"]["failures"] == 6 and data["judge"]["on_failure"] == "unscored"
+    judged = [item for item in data["items"] if item["method"] == "judge"]
+    assert len(judged) == 6 and data["unscored"] == 6
+    for item in judged:  # neither right nor wrong, and why
+        assert (item["correct"], item["score"]) == (None, None)
+        assert item["judge_error"].startswith("unparsable: reply is not a 0/1 verdict")
+    # Only the grounding item, which IoU decides, is scored: n counts scored items only.
+    assert (data["n"], data["accuracy"]) == (1, 0.0)
+    assert set(data["per_task"]) == {"grounding"}
+    assert not list(judge_cache_dir("tiny_shapes").rglob("*.json"))  # failures are not cached
+
+
+def test_garbage_judge_with_on_failure_error_fails_the_stage(server, project):
+    cfg = _cfg(server, "random", "always", on_failure="error")
     with pytest.raises(StageError, match=r"judge failed on 6 of 6 items") as info:
         score.run("tiny_shapes", cfg, "grpo", "shapes_test")
     assert "not a 0/1 verdict" in str(info.value)
-    assert "on_failure=score_zero" in str(info.value)
+    assert "on_failure=unscored" in str(info.value)
     assert not paths.scores_file("tiny_shapes", "grpo", "shapes_test").exists()
     # Failures are never cached: nothing under the cache directory is a verdict.
     assert not list(judge_cache_dir("tiny_shapes").rglob("*.json"))
@@ -467,7 +464,9 @@ def _fake_stage_cfg(base_url: str, on_failure: str):
     )
 
 
-def test_stage_with_a_failing_endpoint_fails_by_default_and_caches_nothing(endpoint, project):
+def test_stage_with_a_failing_endpoint_and_on_failure_error_fails_and_caches_nothing(
+    endpoint, project
+):
     endpoint.state.fail_always = 503
     with pytest.raises(StageError, match=r"judge failed on 6 of 6 items") as info:
         score.run("tiny_shapes", _fake_stage_cfg(endpoint.base_url, "error"), "grpo", "shapes_test")
@@ -488,3 +487,56 @@ def test_stage_with_a_failing_endpoint_and_score_zero_records_each_failure(endpo
         assert (item["correct"], item["score"]) == (0, 0.0)
         assert item["judge_error"].startswith("not_json: HTTP 200 body is not JSON")
     assert not list(judge_cache_dir("tiny_shapes").rglob("*.json"))
+
+
+def test_a_judge_run_killed_midway_resumes_without_asking_again(endpoint, project):
+    """SIGKILL the score stage while the judge is answering: no scores file; the rerun asks only
+    about the items whose reply was not cached yet, and scores every item."""
+    import signal
+
+    n = 40
+    rows = [
+        {
+            "id": f"k{i}",
+            "task": "caption",
+            "problem_type": "free_form",
+            "problem": f"What is drawn in picture {i}?",
+            "answer": "a red circle",
+            "prompt": "p",
+            "response": f"<answer>shape {i}</answer>",  # wrong by the rules: judged
+            "model": "m",
+            "checkpoint": "grpo",
+        }
+        for i in range(n)
+    ]
+    path = paths.predictions_file("tiny_shapes", "grpo", "shapes_test")
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    endpoint.state.reply = "1"
+    endpoint.state.latency_s = 0.1
+    overrides = [
+        f"score.judge.base_url={endpoint.base_url}",
+        "score.judge.model=judge-m",
+        "score.judge.concurrency=2",
+    ]
+    command = [str(Path(sys.executable).with_name("vlrl")), "score", "tiny_shapes", "grpo"]
+    command += ["shapes_test", *(arg for o in overrides for arg in ("--set", o))]
+    proc = subprocess.Popen(command, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    cache = judge_cache_dir("tiny_shapes")
+    deadline = time.monotonic() + 120
+    while len(list(cache.rglob("*.json"))) < 8:  # some replies are in, most are not
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the judge answered nothing in 120 s"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stderr.close()
+    assert not paths.scores_file("tiny_shapes", "grpo", "shapes_test").exists()
+    cached = len(list(cache.rglob("*.json")))
+    assert 8 <= cached < n
+
+    asked_before = endpoint.state.requests
+    score.run("tiny_shapes", load_experiment("tiny_shapes", overrides), "grpo", "shapes_test")
+    data = _scores()
+    assert (data["judge"]["cache_hits"], data["judge"]["calls"]) == (cached, n - cached)
+    assert endpoint.state.requests - asked_before == n - cached  # no answered call repeated
+    assert data["n"] == n and data["accuracy"] == 1.0 and "unscored" not in data

@@ -9,7 +9,7 @@ import pytest
 
 from vlrl.benchmarks import MetricSpec
 from vlrl.errors import StageError
-from vlrl.scoring.metrics import compute
+from vlrl.scoring.metrics import WEMATH_MEASURES, compute, wemath_counts
 
 
 def hallusion_items(rng: random.Random) -> list[dict]:
@@ -135,3 +135,161 @@ def test_bad_metric_declarations_are_refused(values: dict, message: str) -> None
 
     with pytest.raises((ValidationError, ValueError), match=message):
         MetricSpec(**values)
+
+
+# --- We-Math's four-dimensional metrics -----------------------------------------------------
+
+
+def wemath_items(rng: random.Random, two: int = 24, three: int = 11) -> list[dict]:
+    """We-Math-shaped verdicts: ``two`` two-step and ``three`` three-step composite problems, each
+    with its sub-questions and multi-step question, at a random per-benchmark accuracy."""
+    p = rng.random()
+    items = []
+    for n, count in ((2, two), (3, three)):
+        for k in range(1, count + 1):
+            for step in [*(f"{n}steps_{i}" for i in range(1, n + 1)), f"{n}steps_multi"]:
+                items.append(
+                    {
+                        "id": f"{n}steps_{k}#{step}",
+                        "task": "multi" if step.endswith("multi") else "one_step",
+                        "correct": int(rng.random() < p),
+                        "groups": {"problem": f"{n}steps_{k}", "step": step},
+                    }
+                )
+    rng.shuffle(items)
+    return items
+
+
+def vlmevalkit_wemath(items: list[dict]) -> dict[str, float]:
+    """VLMEvalKit ``wemath.py``: rows merged per ID into ``joker_1`` … ``joker_n`` and
+    ``joker_multi`` (``evaluate_process_steps_data``), the twelve row filters of
+    ``evaluate_calculate_metrics``, the rates and scores of ``evaluate_compute_final_scores`` /
+    ``evaluate_update_main_results_df`` (as fractions; 525 there is the problem count here)."""
+    merged: dict[str, dict[str, bool]] = defaultdict(dict)
+    for item in items:
+        merged[item["groups"]["problem"]]["joker_" + item["groups"]["step"].split("_")[1]] = bool(
+            item["correct"]
+        )
+    filters = defaultdict(int)
+    for row in merged.values():
+        subs = [v for k, v in row.items() if k != "joker_multi"]
+        multi = row["joker_multi"]
+        filters["rows_1_loose"] += all(s is False for s in subs) and multi is True
+        filters["rows_1_strict"] += any(s is False for s in subs) and multi is True
+        filters["rows_2"] += all(s is True for s in subs) and multi is False
+        filters["rows_3"] += any(s is False for s in subs) and multi is False
+        filters["rows_4_loose"] += any(s is True for s in subs) and multi is True
+        filters["rows_4_strict"] += all(s is True for s in subs) and multi is True
+    total = len(merged)
+    ig, ik = filters["rows_2"], filters["rows_3"]
+    cm = {"strict": filters["rows_4_strict"], "loose": filters["rows_4_loose"]}
+    rm = {"strict": filters["rows_1_strict"], "loose": filters["rows_1_loose"]}
+    out = {"IK": ik / total, "IG": ig / total}
+    for setting in ("strict", "loose"):
+        out[f"score_{setting}"] = (total - 0.5 * ig - rm[setting] - ik) / total
+        out[f"CM_{setting}"] = cm[setting] / total
+        out[f"RM_{setting}"] = rm[setting] / (cm[setting] + rm[setting])
+    return out
+
+
+def wemath_specs() -> list[MetricSpec]:
+    return [
+        MetricSpec(name=m, kind="wemath_four_dimensional", group="problem", step="step", measure=m)
+        for m in WEMATH_MEASURES
+    ]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_wemath_four_dimensional_is_vlmevalkits(seed: int) -> None:
+    items = wemath_items(random.Random(seed))
+    got = compute(items, wemath_specs())
+    want = vlmevalkit_wemath(items)
+    assert set(want) == set(WEMATH_MEASURES)
+    for name, value in want.items():
+        assert got[name]["value"] == pytest.approx(value), name
+    # IK, IG and CM are shares of the 35 problems, with an interval; the scores have none
+    assert (
+        got["IK"]["n"] == 35 and got["IK"]["ci_low"] <= got["IK"]["value"] <= got["IK"]["ci_high"]
+    )
+    assert got["score_strict"]["n"] is None and got["score_strict"]["ci_low"] is None
+    # the four dimensions partition the problems, in each setting
+    counts = wemath_counts(items, "problem", "step")
+    for setting in ("strict", "loose"):
+        four = ("IK", "IG", f"CM_{setting}", f"RM_{setting}")
+        assert sum(counts[d] for d in four) == counts["problems"] == 35
+
+
+def test_wemath_worked_example() -> None:
+    """Three problems: a two-step one with one sub-question wrong but the multi-step question
+    right (rote memorization, strict only), a three-step one with every sub-question right and
+    the multi-step question wrong (inadequate generalization), and a two-step one all wrong
+    (insufficient knowledge)."""
+    verdicts = {
+        ("a", "2steps_1"): 1, ("a", "2steps_2"): 0, ("a", "2steps_multi"): 1,
+        ("b", "3steps_1"): 1, ("b", "3steps_2"): 1, ("b", "3steps_3"): 1, ("b", "3steps_multi"): 0,
+        ("c", "2steps_1"): 0, ("c", "2steps_2"): 0, ("c", "2steps_multi"): 0,
+    }  # fmt: skip
+    items = [
+        {"id": f"{p}#{s}", "task": "t", "correct": c, "groups": {"problem": p, "step": s}}
+        for (p, s), c in verdicts.items()
+    ]
+    got = {k: v["value"] for k, v in compute(items, wemath_specs()).items()}
+    assert got == pytest.approx(
+        {
+            "accuracy": 5 / 10,
+            "score_strict": (3 - 0.5 * 1 - 1 - 1) / 3,
+            "score_loose": (3 - 0.5 * 1 - 0 - 1) / 3,
+            "IK": 1 / 3,
+            "IG": 1 / 3,
+            "CM_strict": 0.0,
+            "CM_loose": 1 / 3,
+            "RM_strict": 1.0,
+            "RM_loose": 0.0,
+        }
+    )
+
+
+def test_wemath_all_right_and_all_wrong() -> None:
+    items = wemath_items(random.Random(0), two=3, three=2)
+    best = compute([{**i, "correct": 1} for i in items], wemath_specs())
+    worst = compute([{**i, "correct": 0} for i in items], wemath_specs())
+    assert {k: v["value"] for k, v in best.items()} == pytest.approx(
+        {"accuracy": 1, "score_strict": 1, "score_loose": 1, "IK": 0, "IG": 0,
+         "CM_strict": 1, "CM_loose": 1, "RM_strict": 0, "RM_loose": 0}
+    )  # fmt: skip
+    # no multi-step question solved: RM is 0/0, where the reference divides by zero; 0.0 here
+    assert {k: v["value"] for k, v in worst.items()} == pytest.approx(
+        {"accuracy": 0, "score_strict": 0, "score_loose": 0, "IK": 1, "IG": 0,
+         "CM_strict": 0, "CM_loose": 0, "RM_strict": 0, "RM_loose": 0}
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda items: items[1:], r"problem '2steps_1' has the steps .* not .*subset"),
+        (
+            lambda items: [*items, {**items[0], "id": "dup"}],
+            r"item 'dup': problem '2steps_1' has '2steps_1' twice",
+        ),
+        (
+            lambda items: [{**items[0], "groups": {"problem": "2steps_1", "step": "4steps_1"}}],
+            r"groups\['step'\] is '4steps_1', not a We-Math step key",
+        ),
+        (lambda items: [{**items[0], "groups": {"step": "2steps_1"}}], r"no groups\['problem'\]"),
+    ],
+)
+def test_wemath_incomplete_or_malformed_problems_are_refused(change, message: str) -> None:
+    items = sorted(wemath_items(random.Random(1), two=2, three=1), key=lambda i: i["id"])
+    with pytest.raises(StageError, match=message):
+        compute(change(items), wemath_specs()[:1])
+
+
+def test_wemath_measures_are_the_metric_specs() -> None:
+    from pydantic import ValidationError
+
+    assert [s.measure for s in wemath_specs()] == list(WEMATH_MEASURES)
+    with pytest.raises(ValidationError, match="measure"):
+        MetricSpec(name="x", kind="wemath_four_dimensional", group="p", step="s", measure="XX")
+    with pytest.raises((ValidationError, ValueError), match="step: kind 'wemath_four_dimensional'"):
+        MetricSpec(name="x", kind="wemath_four_dimensional", group="p", measure="IK")

@@ -168,3 +168,55 @@ def test_relaxed_accuracy_replaces_the_number_rules(response, answer, correct):
 )
 def test_yes_no_is_vlmevalkits_word_rule(response, correct):
     assert score_item(response, "yes", "yes_no")[2] == correct
+
+
+OPTIONS = ["red", "blue", "green", "dark red"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "strict", "vlmevalkit", "why"),
+    [
+        ("B", "B", "B", "a bare letter"),
+        ("(C) green", "C", "C", "a letter that leads"),
+        ("blue", "B", "B", "an option's exact text"),
+        ("The answer is C.", None, "C", "VLMEvalKit: 'answer is X'"),
+        ("I would pick option B here", None, "B", "one letter among the last five words"),
+        ("B, though it could be something else entirely now", None, None, "letter too early"),
+        ("A or B", "A", None, "two letters: VLMEvalKit sees no single option"),
+        ("It is blue.", None, "B", "one option's text inside the answer"),
+        ("red or green", None, None, "two options' texts inside the answer"),
+        ("dark red", "D", None, "exact text (strict); 'red' inside it too (VLMEvalKit)"),
+        ("Cannot determine the answer", None, None, "a refusal is no option"),
+        ("Z", None, None, "VLMEvalKit's none-of-the-above"),
+    ],
+)
+def test_choice_rules(answer, strict, vlmevalkit, why):
+    def pick(rule):
+        letters = [
+            letter
+            for letter in "ABCD"
+            if score_item(
+                f"<answer>{answer}</answer>", letter, "multiple_choice", OPTIONS, choice_rule=rule
+            )[2]
+        ]
+        assert len(letters) <= 1, why
+        return letters[0] if letters else None
+
+    assert pick("strict") == strict, why
+    assert pick("vlmevalkit") == vlmevalkit, why
+
+
+@pytest.mark.parametrize(
+    ("span", "answer", "correct", "why"),
+    [
+        ("3", "\\sqrt{3}", 0, "a LaTeX reference is not the number inside it"),
+        ("\\sqrt{3}", "3", 0, "nor is a LaTeX answer"),
+        ("\\sqrt{3}", "\\sqrt{3}", 1, "bare LaTeX is read as math, not as nothing"),
+        ("2\\sqrt{3}", "\\sqrt{12}", 1, "equal expressions, not the leading 2"),
+        ("\\frac{6}{2}", "3", 1, "a fraction equal to the number"),
+        ("1.732", "\\sqrt{3}", 0, "a rounded value is not the exact one"),
+        ("3.0", "3", 1, "the same number"),
+    ],
+)
+def test_numbers_and_latex(span, answer, correct, why):
+    assert score_item(f"<answer>{span}</answer>", answer, "numerical")[2] == correct, why

@@ -170,7 +170,7 @@ def test_checkpoint_not_evaluated_is_an_error(project):
     [
         (lambda text: text + "{not json\n", r"shapes_test\.jsonl:11: not valid JSON"),
         (lambda text: text + text.splitlines()[0] + "\n", r":11: id 'c1' appears twice"),
-        (lambda text: text.replace('"response"', '"reply"', 1), r":1: missing \['response'\]"),
+        (lambda text: text.replace('"response"', '"reply"', 1), r":1: response: Field required"),
         (lambda text: text.replace('"numerical"', '"detection"', 1), r":4: no scoring rule"),
         (lambda text: text.replace('"checkpoint"', '"error": 1, "checkpoint"', 1), r":1: error"),
         (lambda text: "", r"has no predictions"),
@@ -196,17 +196,22 @@ def test_cli_runs_the_stage_and_reports_errors(project):
 
 
 def test_model_input_boxes_without_their_frames_are_refused(tmp_path: Path) -> None:
+    from vlrl.benchmarks import BenchmarkConfig
+    from vlrl.predictions import Prediction
     from vlrl.stages.score import rule_scores
 
-    row = {
-        "id": "r1",
-        "problem_type": "grounding",
-        "answer": "[0, 0, 10, 10]",
-        "boxes": [[0, 0, 10, 10]],
-        "response": "<answer>[0, 0, 5, 5]</answer>",
-    }
+    common = {"id": "r1", "task": "grounding", "problem": "Where?", "prompt": "p", "model": "m"}
+    row = Prediction(
+        **common,
+        problem_type="grounding",
+        answer="[0, 0, 10, 10]",
+        boxes=[[0, 0, 10, 10]],
+        response="<answer>[0, 0, 5, 5]</answer>",
+        checkpoint="base",
+    )
+    protocol = BenchmarkConfig(box_frame="model_input")
     with pytest.raises(StageError, match=r"preds.jsonl:1: .*box_frame: model_input.*rerun infer"):
-        rule_scores([row], 0.5, tmp_path / "preds.jsonl", box_frame="model_input")
-    framed = {**row, "input_size": [5, 5], "image_sizes": [[10, 10]]}
-    (item,) = rule_scores([framed], 0.5, tmp_path / "preds.jsonl", box_frame="model_input")
-    assert item["correct"] == 1 and item["score"] == 1.0
+        rule_scores([row], protocol, 0.5, tmp_path / "preds.jsonl")
+    framed = row.model_copy(update={"input_size": [5, 5], "image_sizes": [[10, 10]]})
+    (item,) = rule_scores([framed], protocol, 0.5, tmp_path / "preds.jsonl")
+    assert item.correct == 1 and item.score == 1.0

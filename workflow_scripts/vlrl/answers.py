@@ -15,6 +15,7 @@ _BOX = re.compile(
 )
 _LETTER = re.compile(r"^\(?([A-Z])\)?[.:)]?(?:\s|$)")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_LATEX = re.compile(r"[\\^{}]")
 
 
 def extract_answer(text: str) -> str | None:
@@ -65,6 +66,16 @@ def parse_number(text: str) -> float | None:
     """
     found = _NUMBER.findall(text)
     return float(found[0]) if len(found) == 1 else None
+
+
+def has_latex(text: str) -> bool:
+    """Whether ``text`` holds LaTeX (a backslash, ``^`` or braces): then it is an expression,
+    not the single number it may contain.
+
+    >>> has_latex("\\sqrt{3}"), has_latex("2^10"), has_latex("3.5 cm")
+    (True, True, False)
+    """
+    return bool(_LATEX.search(text))
 
 
 def parse_box(text: str) -> list[float] | None:
@@ -123,6 +134,8 @@ def answer_accuracy(
     0.0
     >>> answer_accuracy("<answer>[0, 0, 10, 10]</answer>", "", "grounding", [0, 0, 10, 10])
     1.0
+    >>> answer_accuracy("<answer>3</answer>", "\\sqrt{3}", "numerical")
+    0.0
     """
     extracted = extract_answer(response)
     if extracted is None:
@@ -133,7 +146,9 @@ def answer_accuracy(
     if problem_type == "yes_no":
         return float(normalize_text(extracted) == normalize_text(answer))
     if problem_type == "numerical":
-        pred, gold = parse_number(extracted), parse_number(answer)
+        # A reference in LaTeX ("\\sqrt{3}", "2^{10}") is not the single number it contains.
+        gold = None if has_latex(answer) else parse_number(answer)
+        pred = parse_number(extracted)
         return float(pred is not None and gold is not None and abs(pred - gold) < 1e-6)
     if problem_type == "grounding":
         pred_box = parse_box(extracted)

@@ -39,17 +39,42 @@ class MetricSpec(Section):
     - ``macro_mean``: the mean over the values of ``groups[by]`` (or over tasks) of their accuracy
       (MMStar's lmms-eval average);
     - ``mean_of``: the mean of the metrics named in ``of`` (``accuracy`` included);
+    - ``mean_score``: the mean of the items' continuous scores (MM-Vet's graded judge);
     - ``task_sum``: ``scale`` × the sum over ``tasks`` (default: all) of the per-task values of
-      the metrics in ``of`` (MME: 100 × Σ (acc + acc+)).
+      the metrics in ``of`` (MME: 100 × Σ (acc + acc+));
+    - ``wemath_four_dimensional``: the We-Math ``measure`` (``score_strict``, ``score_loose``,
+      ``IK``, ``IG``, ``CM_strict``, ``CM_loose``, ``RM_strict``, ``RM_loose``) over the composite
+      problems ``groups[group]``, whose questions ``groups[step]`` names (``2steps_1`` …
+      ``3steps_multi``): :func:`vlrl.scoring.metrics.wemath_four_dimensional`.
     """
 
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_+]*$")
-    kind: Literal["all_correct", "macro_mean", "mean_of", "task_sum"]
-    group: str | None = Field(None, description="all_correct: the groups key.")
+    kind: Literal[
+        "all_correct", "macro_mean", "mean_of", "mean_score", "task_sum", "wemath_four_dimensional"
+    ]
+    group: str | None = Field(
+        None, description="all_correct / wemath_four_dimensional: the groups key of a group."
+    )
     by: str | None = Field(None, description="macro_mean: a groups key; None: the task.")
     of: list[str] = Field(default_factory=list, description="mean_of / task_sum: metric names.")
     tasks: list[str] | None = Field(None, description="task_sum: the tasks summed; None: all.")
     scale: float = Field(1.0, gt=0)
+    step: str | None = Field(
+        None, description="wemath_four_dimensional: the groups key naming an item's step."
+    )
+    measure: (
+        Literal[
+            "score_strict",
+            "score_loose",
+            "IK",
+            "IG",
+            "CM_strict",
+            "CM_loose",
+            "RM_strict",
+            "RM_loose",
+        ]
+        | None
+    ) = Field(None, description="wemath_four_dimensional: which of We-Math's numbers.")
 
     @model_validator(mode="after")
     def _kind_needs(self) -> MetricSpec:
@@ -59,7 +84,31 @@ class MetricSpec(Section):
             raise KeyProblems(("group", "kind 'all_correct' needs the groups key"))
         if self.kind in {"mean_of", "task_sum"} and not self.of:
             raise KeyProblems(("of", f"kind {self.kind!r} needs the metrics it combines"))
+        if self.kind == "wemath_four_dimensional":
+            missing = [key for key in ("group", "step", "measure") if getattr(self, key) is None]
+            if missing:
+                raise KeyProblems(
+                    *((key, "kind 'wemath_four_dimensional' needs it") for key in missing)
+                )
         return self
+
+
+class BenchmarkJudge(Section):
+    """How a benchmark uses the experiment's judge (``score.judge``: the endpoint)."""
+
+    prompt: str | None = Field(
+        None,
+        description="A judge prompt of vlrl.scoring.judge_prompts.PROMPTS (e.g. mmvet, the "
+        "MM-Vet grader); None: the prompt of each item's answer type.",
+    )
+    mode: Literal["fallback", "always"] | None = Field(
+        None, description="Overrides score.judge.mode for this benchmark (None: the experiment's)."
+    )
+    required: bool = Field(
+        False,
+        description="The benchmark's metric needs the judge (MM-Vet): an experiment listing it "
+        "without score.judge is refused.",
+    )
 
 
 class BenchmarkConfig(Section):
@@ -109,6 +158,16 @@ class BenchmarkConfig(Section):
         le=1,
         description="ChartQA's relaxed accuracy: a number within this relative error of the "
         "reference is correct, any other answer must equal it (case-insensitive).",
+    )
+    choice_rule: Literal["strict", "vlmevalkit"] = Field(
+        "strict",
+        description="Multiple choice: strict reads an option letter at the start of the answer "
+        "or an option's exact text; vlmevalkit reads it with VLMEvalKit's can_infer instead (a "
+        "lone option letter among the last five words, 'the answer is X', or the one option "
+        "text inside the answer), as VLMEvalKit scores its MCQ benchmarks before its judge.",
+    )
+    judge: BenchmarkJudge | None = Field(
+        None, description="The benchmark's judge protocol (prompt, mode, required)."
     )
     metrics: list[MetricSpec] = Field(default_factory=list)
     headline: str = Field("accuracy", description="The metric the tables lead with.")
@@ -164,6 +223,14 @@ def benchmark_inputs(exp: str, bench: str) -> list[Path]:
     return [paths.dataset_resource(cfg.dataset)]
 
 
+def items_file(exp: str, cfg: BenchmarkConfig) -> Path:
+    """The records file a benchmark reads; its images are relative to the file's directory."""
+    if cfg.loader == "experiment_split":
+        return paths.data_dir(exp) / f"{cfg.split}.jsonl"
+    assert cfg.dataset is not None and cfg.file is not None  # BenchmarkConfig validation
+    return paths.dataset_resource(cfg.dataset) / cfg.file
+
+
 def load_items(exp: str, bench: str) -> tuple[list[Record], Path]:
     """The benchmark's records and the directory their image paths are relative to.
 
@@ -172,17 +239,15 @@ def load_items(exp: str, bench: str) -> tuple[list[Record], Path]:
         DataError: (``records``) listing every bad row of the file by ``file:line`` and id.
     """
     cfg = load_benchmark(bench)
+    path = items_file(exp, cfg)
     if cfg.loader == "experiment_split":
-        base = paths.data_dir(exp)
-        path = base / f"{cfg.split}.jsonl"
         if not path.is_file():
             raise ConfigError(f"benchmark {bench}: {path} does not exist; run the data stage first")
         records = read_records(path)
     else:
         from vlrl.data.validate import check_rows, rows_of_file
 
-        assert cfg.dataset is not None and cfg.file is not None  # BenchmarkConfig validation
-        path = paths.dataset_resource(cfg.dataset) / cfg.file
+        assert cfg.dataset is not None  # BenchmarkConfig validation
         if not path.is_file():
             raise ConfigError(
                 f"benchmark {bench}: {path} does not exist; run `vlrl download {cfg.dataset}` "

@@ -1,24 +1,26 @@
-"""An LLM judge (verifier pattern) behind any OpenAI-compatible endpoint.
+"""An LLM judge behind any OpenAI-compatible endpoint.
 
 The judge reads the question, the reference and the candidate's final answer as text (images are
-not sent) and answers with one token from a closed vocabulary: ``1`` correct, ``0`` incorrect
-(reference/evaluation.md §5). A reply whose last line is not such a verdict, or a call that still
-fails after the retries, is a *failure*: it is never scored as right or wrong here. The score
-stage decides what a failure means (``score.judge.on_failure``: fail the stage, or score 0 and
-count it).
+not sent) with the prompt of the item's answer type, or the one its benchmark names
+(:mod:`vlrl.scoring.judge_prompts`: binary verifier prompts with a closed 0/1 vocabulary, and
+graded ones such as MM-Vet's grader). A reply that does not parse, or a call that still fails
+after the retries, is a *failure*: it is never scored as right or wrong here. The score stage
+decides what a failure means (``score.judge.on_failure``: leave the item unscored, fail the
+stage, or score 0 and count it).
 
 Calls go through :class:`vlrl.endpoints.EndpointClient` (bounded concurrency, retries with
-backoff, the API key from ``$api_key_env``, scrubbing; see there what is retried). Verdicts are
-kept in its :class:`~vlrl.endpoints.EndpointCache` under ``results/<exp>/judge_cache/``, keyed by
-endpoint, judge model, :data:`PROMPT_VERSION` and the request (prompt and decoding parameters).
-Only parsed verdicts are cached, so a rerun asks again about failures.
+backoff, the API key from ``$api_key_env``, scrubbing; see there what is retried), one client
+per prompt version. Replies are kept in one :class:`~vlrl.endpoints.EndpointCache` under
+``results/<exp>/judge_cache/``, keyed by endpoint, judge model, prompt version and the request
+(prompt and decoding parameters), each written as soon as it arrives: a run that is killed
+midway loses no reply, and its rerun asks only about the rest. Only parsed replies are cached,
+so a rerun asks again about failures.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,54 +28,13 @@ from typing import Any
 
 from vlrl import paths
 from vlrl.config import JudgeConfig
-from vlrl.endpoints import EndpointCache, EndpointClient, Failure
+from vlrl.endpoints import EndpointCache, EndpointClient, EndpointStats, Failure, redact_url
+from vlrl.scoring.judge_prompts import JudgePrompt, prompt_for
 
 log = logging.getLogger(__name__)
 
-PROMPT_VERSION = "verifier-v1"
-"""Part of the cache key: bump it when :data:`PROMPT_TEMPLATE` or :func:`parse_verdict` change."""
-
 NOT_JUDGED = frozenset({"grounding", "detection"})
 """Problem types a text judge cannot decide (boxes are scored by IoU only)."""
-
-PROMPT_TEMPLATE = """\
-You are a strict grader. Decide whether a candidate's final answer to a question matches the \
-reference answer.
-
-Rules:
-- Compare only the candidate's final answer with the reference answer; ignore any reasoning.
-- Equivalent forms match: 0.5 and 1/2, 3 and three, the same quantity with or without units, an \
-option letter and the text of that option.
-- If the reference has several parts, every part must match.
-- A refusal, an empty, truncated or repetitive answer, or an answer that offers several \
-different answers is incorrect.
-- Reply with exactly one token: 1 if the candidate is correct, 0 if it is incorrect. Write \
-nothing else.
-
-Example:
-<Question Begin>How many circles are in the image?<Question End>
-<Reference Begin>3<Reference End>
-<Candidate Begin>three<Candidate End>
-Verdict: 1
-
-Example:
-<Question Begin>What color is the square?<Question End>
-<Reference Begin>red<Reference End>
-<Candidate Begin>The square is blue.<Candidate End>
-Verdict: 0
-
-Now grade this candidate.
-<Question Begin>{question}<Question End>
-<Reference Begin>{reference}<Reference End>
-<Candidate Begin>{candidate}<Candidate End>
-Verdict:"""
-
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_VERDICT = re.compile(
-    r"(?:(?:final\s+)?(?:verdict|answer|judgment|judgement|grade)\s*[:=]?\s*)?"
-    r"(?:\\boxed\{\s*([01])\s*\}|([01]))\.?",
-    re.IGNORECASE,
-)
 
 
 def judge_cache_dir(exp: str) -> Path:
@@ -112,67 +73,25 @@ def render_reference(answer: str, problem_type: str, options: Sequence[str] = ()
     return answer
 
 
-def build_prompt(question: str, reference: str, candidate: str) -> str:
-    """The user message sent to the judge (one message: portable across chat templates).
-
-    >>> build_prompt("Q?", "3", "three").endswith(
-    ...     "<Question Begin>Q?<Question End>\\n<Reference Begin>3<Reference End>\\n"
-    ...     "<Candidate Begin>three<Candidate End>\\nVerdict:")
-    True
-    """
-    return PROMPT_TEMPLATE.format(question=question, reference=reference, candidate=candidate)
-
-
-def parse_verdict(reply: str | None) -> int | None:
-    """The verdict of a reply: its last non-empty line, after dropping ``<think>…</think>`` and
-    Markdown emphasis, must be exactly ``0`` or ``1`` (optionally ``Verdict: 1``, ``\\boxed{1}``,
-    a trailing full stop). Anything else is None: a failure, not a verdict.
-
-    >>> [parse_verdict(r) for r in ["1", " 0\\n", "Verdict: 1", "**0**", "<think>so 0</think>1"]]
-    [1, 0, 1, 0, 1]
-    >>> [parse_verdict(r) for r in ["", "correct", "0 or 1", "10", "1\\nI am not sure", None]]
-    [None, None, None, None, None, None]
-    """
-    if not reply:
-        return None
-    text = _THINK.sub("", reply)
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return None
-    last = lines[-1].strip().replace("*", "").replace("`", "").strip().strip("\"'").strip()
-    match = _VERDICT.fullmatch(last)
-    if match is None:
-        return None
-    return int(match.group(1) or match.group(2))
-
-
-def verdict_of(reply: str) -> int:
-    """:func:`parse_verdict`, raising where it gives None (the endpoint client's ``parse``).
-
-    >>> verdict_of("Verdict: 1")
-    1
-    """
-    verdict = parse_verdict(reply)
-    if verdict is None:
-        raise ValueError(f"reply is not a 0/1 verdict: {reply[:200]!r}")
-    return verdict
-
-
 # ----------------------------------------------------------------------------------- judge
 @dataclass(frozen=True)
 class JudgeRequest:
-    """One item to judge (texts as the judge sees them)."""
+    """One item to judge: texts as the judge sees them, and the prompt that asks
+    (:func:`vlrl.scoring.judge_prompts.prompt_for`)."""
 
     item_id: str
     question: str
     reference: str
     candidate: str
+    prompt: JudgePrompt
 
 
 @dataclass
 class JudgeOutcome:
-    """``verdict`` is 1/0, or None for a failure (``error`` then says why)."""
+    """``score`` in [0, 1] and ``verdict`` (1 when the score is 1.0, else 0), or both None for a
+    failure (``error`` then says why)."""
 
+    score: float | None
     verdict: int | None
     reply: str | None
     error: str | None = None
@@ -187,15 +106,33 @@ class Judge:
 
     Args:
         cfg: the judge section of the experiment config.
-        cache_dir: where verdicts are kept (None: no cache); at most ``cfg.cache_max_entries``.
+        cache_dir: where replies are kept (None: no cache); at most ``cfg.cache_max_entries``.
     """
 
     def __init__(self, cfg: JudgeConfig, cache_dir: Path | None = None):
         self.cfg = cfg
-        cache = EndpointCache(cache_dir, cfg.cache_max_entries) if cache_dir is not None else None
-        self.client = EndpointClient(cfg, PROMPT_VERSION, cache, label="judge")
-        self.stats = self.client.stats
+        self.cache = (
+            EndpointCache(cache_dir, cfg.cache_max_entries) if cache_dir is not None else None
+        )
+        self.clients: dict[str, EndpointClient] = {}  # by prompt version
         self.errors: list[str] = []  # "<item id>: <why>" of every failure, for the stage's error
+
+    def client(self, prompt: JudgePrompt) -> EndpointClient:
+        """The endpoint client of one prompt version (its version is part of the cache key)."""
+        if prompt.version not in self.clients:
+            self.clients[prompt.version] = EndpointClient(
+                self.cfg, prompt.version, self.cache, label="judge"
+            )
+        return self.clients[prompt.version]
+
+    @property
+    def stats(self) -> EndpointStats:
+        """Calls, attempts, failures and cache hits over every prompt."""
+        total = EndpointStats()
+        for client in self.clients.values():
+            for name in ("calls", "attempts", "failures", "cache_hits"):
+                setattr(total, name, getattr(total, name) + getattr(client.stats, name))
+        return total
 
     @property
     def params(self) -> dict[str, Any]:
@@ -204,25 +141,29 @@ class Judge:
 
     def metadata(self) -> dict[str, Any]:
         """What the scores file records about the judge (never the key)."""
-        meta = self.client.metadata()
+        stats = self.stats
+        versions = sorted(self.clients)
         return {
             "model": self.cfg.model,
-            "base_url": meta["base_url"],
+            "base_url": redact_url(self.cfg.base_url),
             "mode": self.cfg.mode,
-            "prompt_version": PROMPT_VERSION,
+            "prompt_version": ", ".join(versions) if versions else "none",
             **self.params,
             "on_failure": self.cfg.on_failure,
-            **{k: meta[k] for k in ("calls", "attempts", "failures", "cache_hits")},
+            "calls": stats.calls,
+            "attempts": stats.attempts,
+            "failures": stats.failures,
+            "cache_hits": stats.cache_hits,
         }
 
     def body(self, request: JudgeRequest) -> dict[str, Any]:
         """The chat-completion request for one item."""
-        prompt = build_prompt(request.question, request.reference, request.candidate)
-        return {
-            "model": self.cfg.model,
-            "messages": [{"role": "user", "content": prompt}],
-            **self.params,
-        }
+        prompt = request.prompt.render(request.question, request.reference, request.candidate)
+        params = self.params
+        if request.prompt.max_tokens is not None:
+            params["max_tokens"] = request.prompt.max_tokens
+        messages = [{"role": "user", "content": prompt}]
+        return {"model": self.cfg.model, "messages": messages, **params}
 
     def judge(
         self, requests: Sequence[JudgeRequest], progress: Callable[[], None] | None = None
@@ -233,10 +174,23 @@ class Judge:
     async def ajudge(
         self, requests: Sequence[JudgeRequest], progress: Callable[[], None] | None = None
     ) -> list[JudgeOutcome]:
-        """Judge ``requests`` inside a running event loop; outcomes are in the same order."""
-        results = await self.client.acomplete(
-            [self.body(r) for r in requests], parse=verdict_of, progress=progress
-        )
+        """Judge ``requests`` inside a running event loop; outcomes are in the same order. The
+        requests of each prompt go to its client concurrently."""
+        by_version: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            by_version.setdefault(request.prompt.version, []).append(i)
+        batches = [
+            self.client(requests[idx[0]].prompt).acomplete(
+                [self.body(requests[i]) for i in idx],
+                parse=requests[idx[0]].prompt.parse,
+                progress=progress,
+            )
+            for idx in by_version.values()
+        ]
+        results: list[Any] = [None] * len(requests)
+        for idx, batch in zip(by_version.values(), await asyncio.gather(*batches), strict=True):
+            for i, result in zip(idx, batch, strict=True):
+                results[i] = result
         outcomes = []
         for request, result in zip(requests, results, strict=True):
             if isinstance(result, Failure):
@@ -245,7 +199,39 @@ class Judge:
                 # The first failures in full; the rest only with --verbose (the count is reported).
                 level = logging.WARNING if len(self.errors) <= MAX_LOGGED else logging.DEBUG
                 log.log(level, "judge failure on item %s", message)
-                outcomes.append(JudgeOutcome(None, result.text, error=str(result)))
+                outcomes.append(JudgeOutcome(None, None, result.text, error=str(result)))
             else:
-                outcomes.append(JudgeOutcome(result.value, result.text, cached=result.cached))
+                score = float(result.value)
+                outcomes.append(
+                    JudgeOutcome(score, int(score == 1.0), result.text, cached=result.cached)
+                )
         return outcomes
+
+
+def judge_request(
+    item_id: str,
+    problem: str,
+    answer: str,
+    problem_type: str,
+    options: Sequence[str],
+    candidate: str,
+    prompt: str | None = None,
+) -> JudgeRequest:
+    """What the judge is asked about one item: the question (with its options), the reference
+    (a letter with its option's text) and the candidate, with the prompt named ``prompt`` or
+    the one of ``problem_type``.
+
+    >>> r = judge_request("q1", "Color?", "B", "multiple_choice", ["red", "blue"], "blue")
+    >>> r.question, r.reference, r.candidate, r.prompt.version
+    ('Color?\\nOptions: A. red  B. blue', 'B. blue', 'blue', 'multiple_choice-v1')
+    """
+    chosen = prompt_for(problem_type, prompt)
+    if chosen.graded:  # a graded prompt has its own layout: the raw question and answer
+        return JudgeRequest(item_id, problem, answer, candidate, chosen)
+    return JudgeRequest(
+        item_id,
+        render_question(problem, options),
+        render_reference(answer, problem_type, options),
+        candidate,
+        chosen,
+    )

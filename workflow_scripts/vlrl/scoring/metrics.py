@@ -8,16 +8,23 @@ The kinds (declared in ``config/benchmarks/<name>.yaml``, :class:`vlrl.benchmark
   copies), MME's acc+ (both questions of one image);
 - ``macro_mean``: the mean over the values of ``groups[by]`` (or the tasks) of their accuracy;
 - ``mean_of``: the mean of other metrics (HallusionBench "overall" = mean of aAcc, fAcc, qAcc);
+- ``mean_score``: the mean of the items' continuous scores (MM-Vet: the grader's 0-1 grades);
 - ``task_sum``: ``scale`` × Σ over tasks of the per-task values of other metrics (MME's
-  perception / cognition score = 100 × Σ (acc + acc+)).
+  perception / cognition score = 100 × Σ (acc + acc+));
+- ``wemath_four_dimensional``: one of We-Math's four-dimensional metrics over its composite
+  problems (the items sharing ``groups[group]``, one per sub-question and one for the multi-step
+  question, told apart by ``groups[step]``): the strict / loose score, IK, IG, CM, RM
+  (:func:`wemath_four_dimensional`).
 
 Each item is a dict with ``correct`` (0/1), ``task`` and ``groups`` (the score stage's items).
 Values are fractions (``task_sum`` excepted: it is on the benchmark's own scale). Proportions
-(accuracy, all_correct, over items or groups) carry a Wilson interval; the others carry none.
+(accuracy, all_correct, over items or groups; We-Math's IK, IG, CM, RM) carry a Wilson interval;
+the others carry none.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -35,6 +42,8 @@ class Spec(Protocol):
     of: list[str]
     tasks: list[str] | None
     scale: float
+    step: str | None
+    measure: str | None
 
 
 def _proportion(k: int, n: int, confidence: float) -> dict[str, Any]:
@@ -70,6 +79,163 @@ def all_correct(items: Sequence[dict[str, Any]], key: str) -> tuple[int, int]:
         group = group_key(item, key)
         verdicts[group] = verdicts.get(group, True) and bool(item["correct"])
     return sum(verdicts.values()), len(verdicts)
+
+
+#: The numbers :func:`wemath_four_dimensional` gives (a ``wemath_four_dimensional`` metric's
+#: ``measure``): the scores, then the four dimensions (IK and IG are the same in both settings).
+WEMATH_MEASURES = (
+    "score_strict",
+    "score_loose",
+    "IK",
+    "IG",
+    "CM_strict",
+    "CM_loose",
+    "RM_strict",
+    "RM_loose",
+)
+#: A We-Math step key: sub-question ``i`` of an ``n``-step problem, or its multi-step question.
+_WEMATH_STEP = re.compile(r"([23])steps_([1-3]|multi)")
+
+
+def wemath_counts(
+    items: Sequence[dict[str, Any]], problem_key: str, step_key: str
+) -> dict[str, int]:
+    """Count We-Math's composite problems by how their sub-questions and multi-step question fared.
+
+    Ported from VLMEvalKit ``vlmeval/dataset/utils/wemath.py`` (commit e8e78f05, unchanged in
+    substance since 21453dca; the same code as SATORI-R1's fork, 8857b30f, and as lmms-eval
+    ``tasks/wemath/wemath_utils.py``, 75571cfe): ``evaluate_calculate_metrics`` /
+    ``evaluate_compute_final_scores`` merge the rows of one ``ID`` (``groups[problem_key]``)
+    by their ``key`` (``groups[step_key]``: ``2steps_1``, ``2steps_2``, ``2steps_multi``, or
+    ``3steps_1`` … ``3steps_multi``) and, with ``joker`` = the row's verdict, count a problem as
+
+    - IK (insufficient knowledge): a sub-question wrong and the multi-step question wrong;
+    - IG (inadequate generalization): every sub-question right, the multi-step question wrong;
+    - CM_strict / CM_loose (complete mastery): the multi-step question right and every / at
+      least one sub-question right;
+    - RM_strict / RM_loose (rote memorization): the multi-step question right and at least one /
+      every sub-question wrong.
+
+    A problem whose items are not exactly its steps (a subset of the benchmark, an item left
+    unscored, a repeated key) is an error: the reference's merge (left, on the ``_1`` rows) would
+    drop or misfile it (a missing verdict compares unequal to both True and False, a repeated
+    one multiplies rows), while still dividing by all 525 problems.
+
+    Returns:
+        ``{"problems", "IK", "IG", "CM_strict", "CM_loose", "RM_strict", "RM_loose"}``.
+
+    Raises:
+        StageError: an item without the groups keys, a malformed step key, or a problem whose
+            steps are incomplete, repeated or of two kinds.
+
+    >>> rows = [("p", "2steps_1", 1), ("p", "2steps_2", 0), ("p", "2steps_multi", 1),
+    ...         ("q", "2steps_1", 1), ("q", "2steps_2", 1), ("q", "2steps_multi", 0)]
+    >>> items = [{"id": f"{p}{s}", "correct": c, "groups": {"problem": p, "step": s}}
+    ...          for p, s, c in rows]
+    >>> wemath_counts(items, "problem", "step")
+    {'problems': 2, 'IK': 0, 'IG': 1, 'CM_strict': 0, 'CM_loose': 1, 'RM_strict': 1, 'RM_loose': 0}
+    """
+    problems: dict[str, dict[str, bool]] = {}
+    for item in items:
+        problem = group_key(item, problem_key)
+        step = group_key(item, step_key)
+        if not _WEMATH_STEP.fullmatch(step):
+            raise StageError(
+                f"item {item.get('id')!r}: groups[{step_key!r}] is {step!r}, not a We-Math step "
+                "key (2steps_1, 2steps_2, 2steps_multi, 3steps_1 … 3steps_multi)"
+            )
+        steps = problems.setdefault(problem, {})
+        if step in steps:
+            raise StageError(f"item {item.get('id')!r}: problem {problem!r} has {step!r} twice")
+        steps[step] = bool(item["correct"])
+
+    counts = dict.fromkeys(("IK", "IG", "CM_strict", "CM_loose", "RM_strict", "RM_loose"), 0)
+    for problem, steps in problems.items():
+        n = next(iter(steps))[0]  # "2" or "3": the problem's number of sub-questions
+        subs = [f"{n}steps_{i}" for i in range(1, int(n) + 1)]
+        expected = {*subs, f"{n}steps_multi"}
+        if set(steps) != expected:
+            raise StageError(
+                f"We-Math problem {problem!r} has the steps {sorted(steps)}, not "
+                f"{sorted(expected)}: the four dimensions need a verdict on every question of a "
+                "problem (a subset of the benchmark, or items left unscored?)"
+            )
+        all_right = all(steps[s] for s in subs)
+        any_right = any(steps[s] for s in subs)
+        if steps[f"{n}steps_multi"]:
+            counts["CM_strict"] += all_right
+            counts["CM_loose"] += any_right
+            counts["RM_strict"] += not all_right
+            counts["RM_loose"] += not any_right
+        else:
+            counts["IG"] += all_right
+            counts["IK"] += not all_right
+    return {"problems": len(problems), **counts}
+
+
+def wemath_four_dimensional(
+    items: Sequence[dict[str, Any]],
+    problem_key: str,
+    step_key: str,
+    measure: str,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """One of We-Math's four-dimensional metrics (``measure``, see :data:`WEMATH_MEASURES`).
+
+    From the counts of :func:`wemath_counts` over N composite problems, as VLMEvalKit
+    ``wemath.py::evaluate_compute_final_scores`` / ``evaluate_update_main_results_df`` report
+    them (there as percentages):
+
+    - ``score_strict`` / ``score_loose`` = (N − 0.5 × IG − RM − IK) / N, with the strict / loose
+      RM ("Score (Strict)", "Score (Loose)");
+    - ``IK``, ``IG``, ``CM_*`` = count / N;
+    - ``RM_*`` = RM / (CM + RM) of the same setting: the share of the solved multi-step questions
+      whose sub-questions were not (all) solved.
+
+    N is the number of problems among the items; the reference hard-codes 525, the number of
+    composite problems in We-Math testmini (360 two-step + 165 three-step, its 1,740 rows), so
+    the two agree on the full benchmark. When no multi-step question is solved (CM + RM = 0) the
+    reference divides by zero; RM is 0.0 here (nothing was memorised).
+
+    >>> rows = [("p", "2steps_1", 1), ("p", "2steps_2", 0), ("p", "2steps_multi", 1),
+    ...         ("q", "3steps_1", 1), ("q", "3steps_2", 1), ("q", "3steps_3", 1),
+    ...         ("q", "3steps_multi", 0)]
+    >>> items = [{"id": f"{p}{s}", "correct": c, "groups": {"problem": p, "step": s}}
+    ...          for p, s, c in rows]
+    >>> {m: wemath_four_dimensional(items, "problem", "step", m)["value"]
+    ...  for m in ("score_strict", "score_loose", "IG", "RM_strict", "RM_loose")}
+    {'score_strict': 0.25, 'score_loose': 0.75, 'IG': 0.5, 'RM_strict': 1.0, 'RM_loose': 0.0}
+    """
+    if measure not in WEMATH_MEASURES:
+        raise StageError(f"no We-Math measure {measure!r}; known: {list(WEMATH_MEASURES)}")
+    counts = wemath_counts(items, problem_key, step_key)
+    n = counts["problems"]
+    if measure.startswith("score_"):
+        rm = counts["RM_" + measure.removeprefix("score_")]
+        return _value((n - 0.5 * counts["IG"] - rm - counts["IK"]) / n)
+    if measure.startswith("RM_"):
+        solved = counts[measure] + counts["CM_" + measure.removeprefix("RM_")]
+        return _proportion(counts[measure], solved, confidence) if solved else _value(0.0)
+    return _proportion(counts[measure], n, confidence)
+
+
+def mean_score(items: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
+    """The mean of the items' continuous ``score`` (a graded judge's 0-1 grades: MM-Vet), with
+    a normal-approximation interval, mean ± z·sd/√n, clipped to [0, 1].
+
+    >>> r = mean_score([{"score": 1.0}, {"score": 0.5}, {"score": 0.0}, {"score": 0.5}])
+    >>> r["value"], r["n"], round(r["ci_low"], 3), round(r["ci_high"], 3)
+    (0.5, 4, 0.1, 0.9)
+    """
+    from scipy.stats import norm
+
+    scores = [float(item["score"]) for item in items]
+    n = len(scores)
+    mean = sum(scores) / n
+    sd = (sum((x - mean) ** 2 for x in scores) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    half = float(norm.ppf(0.5 + confidence / 2)) * sd / n**0.5
+    low, high = max(0.0, mean - half), min(1.0, mean + half)
+    return {"value": mean, "n": n, "ci_low": low, "ci_high": high}
 
 
 def _accuracy(items: Sequence[dict[str, Any]]) -> tuple[int, int]:
@@ -141,6 +307,12 @@ def compute(
                     v for t, v in per_task.items() if spec.tasks is None or t in spec.tasks
                 )
             results[spec.name] = _value(spec.scale * total)
+        elif spec.kind == "mean_score":
+            results[spec.name] = mean_score(items, confidence)
+        elif spec.kind == "wemath_four_dimensional":
+            results[spec.name] = wemath_four_dimensional(
+                items, spec.group or "", spec.step or "", spec.measure or "", confidence
+            )
         else:
             raise StageError(f"metric {spec.name}: unknown kind {spec.kind!r}")
         specs_by_name[spec.name] = spec

@@ -38,6 +38,7 @@ from vlrl.answers import (
     answer_accuracy,
     box_iou,
     extract_answer,
+    has_latex,
     normalize_text,
     parse_box,
     parse_letter,
@@ -92,11 +93,21 @@ def _unambiguous(span: str) -> bool:
     return "\\" in span or bool(_FRACTION.fullmatch(span)) or len(_PLAIN_NUMBER.findall(span)) <= 1
 
 
+def _math(text: str) -> list:
+    """Math-Verify's parse; bare LaTeX without delimiters is read between ``$`` signs first
+    (alone, Math-Verify reads ``\\sqrt{3}`` as nothing and ``2\\sqrt{3}`` as 2)."""
+    if has_latex(text) and "$" not in text:
+        parsed = parse(f"${text}$")
+        if parsed:
+            return parsed
+    return parse(text)
+
+
 def _numbers_equal(span: str, answer: str) -> bool:
     if not _unambiguous(span):
         return False
-    gold = parse(answer)
-    pred = parse(span)
+    gold = _math(answer)
+    pred = _math(span)
     return bool(gold and pred and verify(gold, pred))
 
 
@@ -110,6 +121,7 @@ def score_item(
     iou_strict: bool = False,
     relaxed_tolerance: float | None = None,
     box_frames: tuple[list[float], list[float]] | None = None,
+    choice_rule: str = "strict",
 ) -> tuple[str | None, float, int]:
     """Score one response against its reference.
 
@@ -119,7 +131,8 @@ def score_item(
 
     ``box_frames`` (grounding), ``([input width, height], [image width, height])``: the
     predicted box is in the model-input frame and is rescaled to the image's before IoU
-    (:func:`rescale_box`).
+    (:func:`rescale_box`). ``choice_rule`` ``vlmevalkit``: the multiple-choice answer is read by
+    VLMEvalKit's ``can_infer`` (:func:`vlmevalkit_choice`) instead of the strict rule.
 
     Raises:
         ValueError: for a problem type without a rule (``detection``).
@@ -144,7 +157,10 @@ def score_item(
 
     if problem_type == "multiple_choice":
         gold = _option_letter(answer, options)
-        pred = _option_letter(span, options)
+        if choice_rule == "vlmevalkit":
+            pred = vlmevalkit_choice(span, options)
+        else:
+            pred = _option_letter(span, options)
         correct = int(gold is not None and pred == gold)
         return span, float(correct), correct
     if relaxed_tolerance is not None and problem_type in {"numerical", "free_form", "ocr"}:
@@ -155,7 +171,9 @@ def score_item(
         correct = int(pred is not None and pred == normalize_text(answer))
         return span, float(correct), correct
     if problem_type == "numerical":
-        correct = int(answer_accuracy(wrapped, answer, problem_type) == 1.0)
+        # "\\sqrt{3}" is not the number 3: LaTeX goes to Math-Verify only
+        plain = not has_latex(span)
+        correct = int(plain and answer_accuracy(wrapped, answer, problem_type) == 1.0)
         if not correct:
             correct = int(_numbers_equal(span, answer))
         return span, float(correct), correct
@@ -171,6 +189,54 @@ def score_item(
         score = answer_accuracy(wrapped, answer, problem_type)
         return span, score, int(normalize_text(span) == normalize_text(answer))
     raise ValueError(f"no scoring rule for problem_type {problem_type!r}")
+
+
+_REFUSALS = (
+    "Sorry, I can't help with images of people yet.",
+    "I can't process this file.",
+    "I'm sorry, but without the image provided",
+    "Cannot determine the answer",
+)
+_VERBOSE_ANSWER = re.compile(r"(?i)(?:correct\s+)?answer\s+is\s+\**([ABCD])\**")
+
+
+def vlmevalkit_choice(answer: str, options: list[str]) -> str | None:
+    """The option letter VLMEvalKit's rule reads in ``answer``, else None (no option, a refusal,
+    or more than one): ``vlmeval/utils/matching_util.py::can_infer`` at e8e78f05, without its
+    ``VERBOSE`` quantifier check (off by default there).
+
+    1. ``can_infer_option``: with ``.()[],:;!*#{}`` turned into spaces, exactly one option letter
+       is a word and it is among the last five words; else "(correct) answer is X" (A-D);
+    2. ``can_infer_text``: the answer is at most twice as long as all option texts together and
+       exactly one option's text (lower-cased) is inside it.
+
+    >>> opts = ["red", "blue", "green"]
+    >>> [vlmevalkit_choice(a, opts) for a in ["B", "So the answer is (C).", "It is blue."]]
+    ['B', 'C', 'B']
+    >>> [vlmevalkit_choice(a, opts) for a in ["A or B", "no idea", "Z", "red or blue"]]
+    [None, None, None, None]
+    """
+    letters = LETTERS[: len(options)]
+    if "Failed to obtain answer via API" in answer or any(r in answer for r in _REFUSALS):
+        return None
+    words = answer
+    for char in ".()[],:;!*#{}":
+        words = words.replace(char, " ")
+    splits = [w.strip() for w in words.split()]
+    found = [letter for letter in letters if letter in splits]
+    if len(found) == 1 and splits.index(found[0]) > len(splits) - 5:
+        return found[0]
+    if not found and "Z" in splits:  # VLMEvalKit's "none of the options"
+        return None
+    match = _VERBOSE_ANSWER.search(answer)
+    if match and match.group(1).upper() in letters:
+        return match.group(1).upper()
+    lowered = answer.lower()
+    if len(lowered) > 2 * sum(len(o) for o in options):
+        return None
+    pairs = zip(letters, options, strict=True)
+    hits = [letter for letter, text in pairs if text.lower() in lowered]
+    return hits[0] if len(hits) == 1 else None
 
 
 _PUNCT = [";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@",

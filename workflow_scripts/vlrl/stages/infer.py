@@ -1,9 +1,10 @@
 """infer stage: predictions of one model of the experiment on one benchmark.
 
-Writes ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl`` (one row per item, the raw
-response kept for the judge), atomically. A row's ``error`` is None, or says why the ``openai``
-backend got no response for it after its retries (``response`` is then ""): such items are
-recorded as failed, and the score stage does not score them as answers.
+Writes ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl``, one
+:class:`vlrl.predictions.Prediction` per item (the raw response kept for the judge),
+atomically. A row's ``error`` is None, or says why the ``openai`` backend got no response for
+it after its retries (``response`` is then ""): such items are recorded as failed, and the
+score stage does not score them as answers.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from vlrl.benchmarks import load_benchmark, load_items
 from vlrl.config import ExperimentConfig, InferConfig
 from vlrl.data.convert import to_conversation
 from vlrl.errors import StageError
-from vlrl.files import atomic_file, write_jsonl
+from vlrl.files import atomic_file
 from vlrl.generation import make_generator
+from vlrl.predictions import prediction_of, write_predictions
 from vlrl.prompts import get_prompt
 from vlrl.threads import pin_cpu_threads
 
@@ -123,35 +125,22 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
         )
 
     frames = model_input_sizes(model_dir, images) if bench_cfg.box_frame == "model_input" else None
-    rows = []
-    for i, (record, conversation, response) in enumerate(
-        zip(items, conversations, responses, strict=True)
-    ):
-        rows.append(
-            {
-                "id": record.id,
-                "task": record.task or record.problem_type,
-                **({"groups": record.groups} if record.groups else {}),
-                # The frames score needs to rescale boxes (benchmark box_frame: model_input).
-                **(
-                    {"input_size": frames[i], "image_sizes": record.image_sizes}
-                    if frames is not None
-                    else {}
-                ),
-                "problem_type": record.problem_type,
-                "problem": record.problem,
-                "answer": record.answer,
-                "options": record.options,
-                "boxes": record.boxes,
-                "images": record.images,
-                "prompt": conversation[-1]["content"][-1]["text"],
-                "response": response if isinstance(response, str) else "",
-                "error": None if isinstance(response, str) else response["error"],
-                "model": str(model_dir),
-                "checkpoint": checkpoint,
-            }
+    predictions = [
+        prediction_of(
+            record,
+            response if isinstance(response, str) else "",
+            error=None if isinstance(response, str) else response["error"],
+            prompt=conversation[-1]["content"][-1]["text"],
+            model=str(model_dir),
+            checkpoint=checkpoint,
+            # The frame score needs to rescale boxes (benchmark box_frame: model_input).
+            input_size=frames[i] if frames is not None else None,
         )
-    write_jsonl(out, rows)
+        for i, (record, conversation, response) in enumerate(
+            zip(items, conversations, responses, strict=True)
+        )
+    ]
+    write_predictions(out, predictions)
     partial.remove()
     log.info("infer: wrote %s", out)
 
