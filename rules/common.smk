@@ -130,6 +130,51 @@ def get_scores(wildcards):
     ]
 
 
+def get_report_predictions(wildcards):
+    """The predictions behind the scores: the report's sample gallery shows their answers."""
+    cfg = experiment(wildcards.exp)
+    return [
+        str(paths.predictions_file(wildcards.exp, checkpoint, bench))
+        for checkpoint in cfg.checkpoints
+        for bench in cfg.benchmarks
+    ]
+
+
+def get_report_benchmarks(wildcards):
+    """What the report reads of each benchmark: where its images are, and its config file."""
+    cfg = experiment(wildcards.exp)
+    files = []
+    for bench in cfg.benchmarks:
+        files += [str(p) for p in benchmarks.benchmark_inputs(wildcards.exp, bench)]
+        files.append(rel(paths.benchmark_file(bench)))
+    return list(dict.fromkeys(files))
+
+
+def get_report_curves(wildcards):
+    """The GRPO output, whose dvclive training curves the report draws, when the experiment
+    evaluates the GRPO model (else none: the report then has no curves section)."""
+    cfg = experiment(wildcards.exp)
+    return [str(paths.grpo_dir(wildcards.exp))] if "grpo" in cfg.checkpoints else []
+
+
+def get_report_published(wildcards):
+    """The published tables the experiment links (report.published: config/reference/)."""
+    from vlrl.reporting.published import reference_file
+
+    cfg = experiment(wildcards.exp)
+    return list(dict.fromkeys(rel(reference_file(link.reference)) for link in cfg.report.published))
+
+
+def get_report_provenance(wildcards):
+    """What the report's provenance reads: the base model's and the benchmarks' datasets'
+    config files."""
+    from vlrl.reporting.provenance import inputs
+
+    cfg = experiment(wildcards.exp)
+    datasets = [benchmarks.load_benchmark(bench).dataset for bench in cfg.benchmarks]
+    return inputs(cfg.base_model, [name for name in datasets if name is not None])
+
+
 def get_reports(wildcards):
     """The reports of every experiment in params.yaml (the default target)."""
     return [str(paths.report_dir(exp)) for exp in config["experiments"]]

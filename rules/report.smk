@@ -1,10 +1,17 @@
-# Report: tables, plots and metrics.json (for `dvc exp show`) of one experiment
-# (vlrl/stages/report.py).
+# Report: tables, plots, a sample gallery and metrics.json (for `dvc exp show`) of one
+# experiment (vlrl/stages/report.py). Besides the scores, it reads the predictions and the
+# benchmarks' images (the gallery), the GRPO output (training curves), the published tables it
+# links and what its provenance section shows.
 
 
 rule report:
     input:
         scores=get_scores,
+        predictions=get_report_predictions,
+        bench=get_report_benchmarks,
+        curves=get_report_curves,
+        published=get_report_published,
+        provenance=get_report_provenance,
         code=code("report"),
         params=stage_params("report"),
     output:

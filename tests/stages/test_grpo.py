@@ -120,11 +120,11 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
     before = load_file(tiny_model_dir / "model.safetensors")
     after = load_file(out / paths.GRPO_FINAL / "model.safetensors")
     assert any(not before[k].equal(after[k]) for k in before)
-    curves = out / grpo.DVCLIVE / "plots" / "metrics"
+    curves = out / paths.GRPO_DVCLIVE / "plots" / "metrics"
     assert (curves / "train" / "reward.tsv").is_file() or any(curves.rglob("reward*.tsv"))
     names = [p.relative_to(curves).with_suffix("").as_posix() for p in curves.rglob("*.tsv")]
     assert not [n for n in names if is_run_time(n.replace("/", "_"))]  # train/runtime, step_time
-    assert "step_time" not in (out / grpo.DVCLIVE / "metrics.json").read_text()
+    assert "step_time" not in (out / paths.GRPO_DVCLIVE / "metrics.json").read_text()
 
 
 @pytest.mark.slow
@@ -155,7 +155,7 @@ def test_two_processes_train_with_gloo(
     assert summary["steps"] == 2 and len(times["step_time"]) == 2
     assert [h["step"] for h in summary["log_history"] if "reward" in h] == [1, 2]
     assert (out / paths.GRPO_FINAL / "model.safetensors").is_file()
-    assert (out / grpo.DVCLIVE / "metrics.json").is_file()
+    assert (out / paths.GRPO_DVCLIVE / "metrics.json").is_file()
     assert not paths.grpo_checkpoints_dir("tiny_shapes").exists()
 
 

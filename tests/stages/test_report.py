@@ -4,6 +4,7 @@ score stage; every number in the report is recomputed here from the scores files
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from vlrl.config import load_experiment
 from vlrl.errors import StageError
 from vlrl.scoring.stats import paired_difference, proportion_ci
 from vlrl.stages import report, score
+from vlrl.workflow.reads import RecordingConfig, undeclared
 
 REPO = Path(__file__).resolve().parents[2]
 EXP = "tiny_shapes"
@@ -27,6 +29,10 @@ TASKS = {  # task → (problem_type, answer, right response, wrong response)
     "caption": ("free_form", "a red circle", "<answer>a red circle</answer>", "<answer>a</answer>"),
 }
 SKILL = {"base": 0.3, "sft": 0.55, "grpo": 0.7}  # chance of a right answer
+OUTPUTS = [
+    "accuracy.png", "comparisons.csv", "comparisons.md", "index.html", "published.csv",
+    "results.csv", "results.md",
+]  # fmt: skip
 
 
 def write_predictions(checkpoint: str, bench: str, n: int = 90, seed: int = 0) -> None:
@@ -56,12 +62,21 @@ def write_predictions(checkpoint: str, bench: str, n: int = 90, seed: int = 0) -
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+def write_images(n: int = 90) -> None:
+    folder = paths.data_dir(EXP) / "images" / "test"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        Image.new("RGB", (56, 56), (i, 100, 200)).save(folder / f"{i}.png")
+
+
 @pytest.fixture
 def project(project):
-    """The shared scratch project, with a second benchmark."""
+    """The shared scratch project, with a second benchmark and the pinned environments (the
+    provenance reads them)."""
     shutil.copy(
         project / "config/benchmarks/shapes_test.yaml", project / "config/benchmarks/other.yaml"
     )
+    shutil.copytree(REPO / "envs", project / "envs")
     return project
 
 
@@ -78,23 +93,44 @@ def items_of(checkpoint: str, bench: str) -> list[dict]:
     return json.loads(paths.scores_file(EXP, checkpoint, bench).read_text())["items"]
 
 
+def edit_scores(checkpoint: str, bench: str, change) -> None:
+    path = paths.scores_file(EXP, checkpoint, bench)
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def expected_metrics_json(cfg, benches) -> str:
+    """metrics.json as the report has always written it, computed here from the items."""
+    tree = {}
+    for bench in benches:
+        tasks = sorted({i["task"] for c in cfg.checkpoints for i in items_of(c, bench)})
+        for checkpoint in cfg.checkpoints:
+            items = [i for i in items_of(checkpoint, bench) if i["correct"] is not None]
+            correct = [i["correct"] for i in items]
+            low, high = proportion_ci(sum(correct), len(correct), cfg.score.confidence)
+            entry = {"accuracy": sum(correct) / len(correct), "ci_low": low, "ci_high": high}
+            for task in tasks:
+                task_correct = [i["correct"] for i in items if i["task"] == task]
+                if task_correct:
+                    entry[task] = sum(task_correct) / len(task_correct)
+            tree.setdefault(bench, {})[checkpoint] = entry
+    return json.dumps(tree, indent=2) + "\n"
+
+
 def test_report_numbers_equal_recomputation_from_items(project):
     benches = ("shapes_test", "other")
-    cfg = scored([], benches)
+    cfg = scored(["report.gallery.n=0"], benches)
     report.run(EXP, cfg)
     out = paths.report_dir(EXP)
-    assert sorted(p.name for p in out.iterdir()) == [
-        "accuracy.png", "comparisons.csv", "comparisons.md", "index.html", "results.csv",
-        "results.md",
-    ]  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == OUTPUTS
 
     results = pd.read_csv(out / "results.csv")
     assert len(results) == 6
     assert list(results.columns[:7]) == [
         "benchmark", "checkpoint", "model", "n", "accuracy", "ci_low", "ci_high",
     ]  # fmt: skip
-    metrics = json.loads(paths.metrics_file(EXP).read_text())
-    assert sorted(metrics) == sorted(benches)
+    assert paths.metrics_file(EXP).read_text() == expected_metrics_json(cfg, benches)
     for bench in benches:
         got = results[results.benchmark == bench]
         assert list(got.checkpoint) == ["base", "sft", "grpo"]
@@ -104,13 +140,9 @@ def test_report_numbers_equal_recomputation_from_items(project):
             row = got[got.checkpoint == checkpoint].iloc[0]
             correct = [i["correct"] for i in items]
             low, high = proportion_ci(sum(correct), len(correct), cfg.score.confidence)
-            assert row["n"] == len(items)
+            assert row["n"] == len(items) and row["unscored"] == 0
             assert row["accuracy"] == pytest.approx(np.mean(correct))
             assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))
-            m = metrics[bench][checkpoint]
-            assert (m["accuracy"], m["ci_low"], m["ci_high"]) == pytest.approx(
-                (np.mean(correct), low, high)
-            )
             for task in TASKS:
                 task_correct = [i["correct"] for i in items if i["task"] == task]
                 t_low, t_high = proportion_ci(sum(task_correct), len(task_correct))
@@ -119,7 +151,6 @@ def test_report_numbers_equal_recomputation_from_items(project):
                 assert (row[f"{task}.ci_low"], row[f"{task}.ci_high"]) == pytest.approx(
                     (t_low, t_high)
                 )
-                assert m[task] == pytest.approx(np.mean(task_correct))
 
     comparisons = pd.read_csv(out / "comparisons.csv")
     assert list(comparisons.comparison[comparisons.benchmark == "shapes_test"]) == [
@@ -145,20 +176,97 @@ def test_report_numbers_equal_recomputation_from_items(project):
         )
         assert (row["ci_low"], row["ci_high"]) == pytest.approx((again["ci_low"], again["ci_high"]))
         assert row["ci_low"] <= row["diff"] <= row["ci_high"]
+        assert row["excluded"] == 0
 
     md = (out / "results.md").read_text()
     base = results.iloc[0]
     shown = f"{100 * base.accuracy:.1f} [{100 * base.ci_low:.1f}, {100 * base.ci_high:.1f}]"
     assert shown in md and "## other" in md and "| SFT+GRPO |" in md
-    assert "rules only" in md
+    assert "| model | accuracy (headline) | n | unscored |" in md, "the headline leads"
+    assert "base on shapes_test: rules only" in md
     html = (out / "index.html").read_text()
     assert "data:image/png;base64," in html and shown in html and "SFT+GRPO − base" in html
+    assert 'id="gallery"' not in html and 'id="curves"' not in html  # n=0; curves: none logged
     with Image.open(out / "accuracy.png") as png:
         assert png.format == "PNG" and png.width >= 600 and png.height >= 600  # two panels
 
 
+def test_p_values_print_as_numbers_never_zero(project):
+    cfg = scored(["report.gallery.n=0"])
+    report.run(EXP, cfg)
+    comparisons = pd.read_csv(paths.report_dir(EXP) / "comparisons.csv")
+    md = (paths.report_dir(EXP) / "comparisons.md").read_text()
+    for p in comparisons.p_mcnemar:
+        assert ("< 0.001" if p < 0.001 else f"| {p:.3f} |") in md
+    assert "| 0.000 |" not in md and "e-" not in md
+
+
+def test_unscored_items_are_left_out_and_counted(project):
+    cfg = scored(["report.gallery.n=0"])
+    unscored = {"shapes_test-000", "shapes_test-004", "shapes_test-010"}
+
+    def judge_failed(data):
+        for item in data["items"]:
+            if item["id"] in unscored:
+                item.update(correct=None, score=None, method="judge", judge_error="timeout")
+        data["unscored"] = len(unscored)
+        data["judge"] = dict(
+            model="judge-m", base_url="http://h/v1", mode="fallback", prompt_version="verifier-v1",
+            on_failure="unscored", calls=9, failures=3, cache_hits=1,
+        )  # fmt: skip
+
+    edit_scores("grpo", "shapes_test", judge_failed)
+    report.run(EXP, cfg)
+    out = paths.report_dir(EXP)
+    results = pd.read_csv(out / "results.csv").set_index("checkpoint")
+    kept = [i["correct"] for i in items_of("grpo", "shapes_test") if i["id"] not in unscored]
+    assert results.loc["grpo", "n"] == len(kept) == 87
+    assert results.loc["grpo", "unscored"] == 3
+    assert results.loc["grpo", "accuracy"] == pytest.approx(np.mean(kept))
+    assert results.loc["grpo", "judge"] == "judge-m (prompt verifier-v1)"
+    assert pd.isna(results.loc["base", "judge"])
+
+    comparisons = pd.read_csv(out / "comparisons.csv").set_index("comparison")
+    grpo_sft = comparisons.loc["SFT+GRPO − SFT"]
+    assert (grpo_sft["n"], grpo_sft["excluded"], grpo_sft["unscored_a"]) == (87, 3, 3)
+    assert comparisons.loc["SFT − base", "n"] == 90
+    sft = {i["id"]: i["correct"] for i in items_of("sft", "shapes_test")}
+    grpo = {i["id"]: i["correct"] for i in items_of("grpo", "shapes_test")}
+    d = [grpo[k] - sft[k] for k in sorted(sft) if k not in unscored]
+    assert grpo_sft["diff"] == pytest.approx(np.mean(d))
+
+    md = (out / "results.md").read_text()
+    judged_row = next(line for line in md.splitlines() if line.startswith("| SFT+GRPO |"))
+    assert "rules + judge judge-m (prompt verifier-v1)" in judged_row
+    assert "| 87 | 3 |" in judged_row
+    assert "rules + judge judge-m (prompt verifier-v1)" in (out / "comparisons.md").read_text()
+    assert (
+        "SFT+GRPO on shapes_test: rules + judge `judge-m` at http://h/v1 (mode fallback, prompt "
+        "verifier-v1): 9 calls, 1 cached, 3 failures (left unscored), 3 items unscored"
+    ) in md
+    assert "base on shapes_test: rules only" in md
+
+
+def test_the_headline_metric_leads_its_table(project):
+    bench_file = project / "config/benchmarks/other.yaml"
+    bench_file.write_text(
+        bench_file.read_text() + "metrics:\n  - {name: task_mean, kind: macro_mean}\n"
+        "headline: task_mean\n"
+    )
+    cfg = scored(["report.gallery.n=0"], ("other",))
+    report.run(EXP, cfg)
+    md = (paths.report_dir(EXP) / "results.md").read_text()
+    assert "| model | task_mean (headline) | accuracy | n |" in md
+    grpo = [i for i in items_of("grpo", "other")]
+    means = [np.mean([i["correct"] for i in grpo if i["task"] == t]) for t in TASKS]
+    row = next(line for line in md.splitlines() if line.startswith("| SFT+GRPO |"))
+    assert row.startswith(f"| SFT+GRPO | {100 * np.mean(means):.1f} |"), "no interval: a mean"
+    metrics = json.loads(paths.metrics_file(EXP).read_text())
+    assert metrics["other"]["grpo"]["task_mean"] == pytest.approx(np.mean(means))
+
+
 def test_sft_disabled_means_grpo_label_and_no_sft_file_needed(project):
-    cfg = scored(["sft.enabled=false"])
+    cfg = scored(["sft.enabled=false", "report.gallery.n=0"])
     assert cfg.checkpoints == ["base", "grpo"]
     report.run(EXP, cfg)
     results = pd.read_csv(paths.report_dir(EXP) / "results.csv")
@@ -177,17 +285,14 @@ def test_missing_scores_file_is_named(project):
 
 
 def test_different_items_cannot_be_paired(project):
-    cfg = scored([])
-    path = paths.scores_file(EXP, "grpo", "shapes_test")
-    data = json.loads(path.read_text())
-    data["items"][0]["id"] = "someone-else"
-    path.write_text(json.dumps(data))
+    cfg = scored(["report.gallery.n=0"])
+    edit_scores("grpo", "shapes_test", lambda d: d["items"][0].update(id="someone-else"))
     with pytest.raises(StageError, match=r"score different items .*someone-else"):
         report.run(EXP, cfg)
 
 
 def test_rerun_replaces_the_report(project):
-    cfg = scored([])
+    cfg = scored(["report.gallery.n=0"])
     report.run(EXP, cfg)
     (paths.report_dir(EXP) / "stale.txt").write_text("old")
     report.run(EXP, cfg)
@@ -196,7 +301,7 @@ def test_rerun_replaces_the_report(project):
 
 
 def test_a_single_checkpoint_has_no_comparisons(project):
-    cfg = scored(["infer.checkpoints=[base]"])
+    cfg = scored(["infer.checkpoints=[base]", "report.gallery.n=0"])
     report.run(EXP, cfg)
     out = paths.report_dir(EXP)
     assert list(pd.read_csv(out / "results.csv").model) == ["base"]
@@ -205,17 +310,113 @@ def test_a_single_checkpoint_has_no_comparisons(project):
     assert json.loads(paths.metrics_file(EXP).read_text())["shapes_test"].keys() == {"base"}
 
 
-def test_the_judge_is_named_with_its_failures(project):
-    cfg = scored([])
-    path = paths.scores_file(EXP, "grpo", "shapes_test")
-    data = json.loads(path.read_text())
-    data["judge"] = dict(
-        model="judge-m", base_url="http://h/v1", mode="fallback", prompt_version="verifier-v1",
-        calls=9, failures=2, cache_hits=1,
-    )  # fmt: skip
-    path.write_text(json.dumps(data))
+REFERENCE = """\
+paper: {title: A Paper, arxiv: "2501.00001", url: "https://arxiv.org/abs/2501.00001"}
+protocol: {toolkit: VLMEvalKit, prompt: R1 system prompt, judge: not stated}
+columns:
+  Shapes: {benchmark: shapes_test, scale: percent, differs: another split}
+  Other: {benchmark: null, scale: percent}
+rows:
+  - {id: base_row, model: Base-7B, source: {table: Table 1, row: Base-7B},
+     values: {Shapes: 31.25, Other: 56.51}}
+  - {id: rl_row, model: RL-7B, source: {table: Table 2, row: RL-7B},
+     protocol: {toolkit: own script, prompt: think, judge: gpt-4o-mini},
+     values: {Shapes: 99.0, Other: null}}
+"""
+
+
+def test_published_numbers_stand_beside_reproduced_ones(project):
+    (project / "config/reference").mkdir(exist_ok=True)
+    (project / "config/reference/a_paper.yaml").write_text(REFERENCE)
+    cfg = scored(
+        [
+            "report.gallery.n=0",
+            "report.published=[{reference: a_paper, rows: {base: base_row, grpo: rl_row}}]",
+        ]
+    )
     report.run(EXP, cfg)
-    md = (paths.report_dir(EXP) / "results.md").read_text()
-    assert "SFT+GRPO on shapes_test: rules + judge `judge-m` at http://h/v1 (mode fallback" in md
-    assert "9 calls, 1 cached, 2 failures scored 0" in md
-    assert "base on shapes_test: rules only" in md
+    out = paths.report_dir(EXP)
+    published = pd.read_csv(out / "published.csv")
+    results = pd.read_csv(out / "results.csv").set_index("checkpoint")
+    base = published[(published.checkpoint == "base") & published.evaluated].iloc[0]
+    assert base["published"] == pytest.approx(0.3125)
+    assert base["reproduced"] == pytest.approx(results.loc["base", "accuracy"])
+    assert base["delta"] == pytest.approx(results.loc["base", "accuracy"] - 0.3125)
+    low, high = results.loc["base", "ci_low"], results.loc["base", "ci_high"]
+    assert bool(base["inside_interval"]) == (low <= 0.3125 <= high)
+    rl = published[published.checkpoint == "grpo"].iloc[0]
+    assert not rl["inside_interval"] and rl["judge"] == "gpt-4o-mini"
+    assert list(published.evaluated) == [True, True, False], "LISA-like column kept, last"
+
+    md = (out / "results.md").read_text()
+    delta = f"{100 * (results.loc['base', 'accuracy'] - 0.3125):+.1f}"
+    assert "| shapes_test | accuracy | base |" in md and f"| 31.25 | {delta} |" in md
+    assert 'A Paper (arXiv 2501.00001), Table 1, row "Base-7B"' in md
+    assert "toolkit: VLMEvalKit; prompt: R1 system prompt; judge: not stated" in md
+    assert "| Other | none in vlrl | 56.51 | Base-7B | base |" in md
+    summary = md.split("## Summary")[1].split("## shapes_test")[0]
+    assert "| Base-7B (a_paper, Table 1) | 31.25 | as published: not stated |" in summary
+    assert "| RL-7B (a_paper, Table 2) | 99.0 |" in summary
+    assert "Published vs reproduced" in (out / "index.html").read_text()
+
+
+def test_gallery_is_seeded_and_the_same_for_every_checkpoint(project):
+    write_images()
+    cfg = scored(["report.gallery.n=4"])
+    report.run(EXP, cfg)
+    html = (paths.report_dir(EXP) / "index.html").read_text()
+    gallery = html.split('id="gallery"')[1].split("<h2")[0]
+    assert gallery.count('class="item"') == 4
+    assert gallery.count("data:image/png;base64,") == 4
+    assert gallery.count("SFT+GRPO</td>") == 4
+    for word in ("right", "wrong"):
+        assert f'class="{word}"' in gallery
+    report.run(EXP, cfg)
+    assert (paths.report_dir(EXP) / "index.html").read_text() == html, "reproducible"
+    shown = [line.split("</b>")[0] for line in gallery.split("<p><b>")[1:]]
+    verdicts = {
+        c: {i["id"]: i["correct"] for i in items_of(c, "shapes_test")} for c in cfg.checkpoints
+    }
+    differ = [i for i in shown if len({verdicts[c][i] for c in cfg.checkpoints}) > 1]
+    assert differ == shown, "items the checkpoints disagree on come first"
+
+
+def test_curves_of_grpo_are_drawn_and_omitted_without_grpo(project):
+    folder = paths.grpo_dir(EXP) / "dvclive" / "plots" / "metrics"
+    for name in ("reward", "kl", "rewards/common.format/mean"):
+        path = folder / f"{name}.tsv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stem = path.stem
+        path.write_text(f"step\t{stem}\n" + "".join(f"{s}\t{s / 10}\n" for s in range(1, 6)))
+    cfg = scored(["report.gallery.n=0"])
+    report.run(EXP, cfg)
+    out = paths.report_dir(EXP)
+    html = (out / "index.html").read_text()
+    assert 'id="curves"' in html and "reward, rewards/common.format/mean, kl" in html
+    with Image.open(out / "grpo_curves.png") as png:
+        assert png.format == "PNG"
+    cfg = scored(["report.gallery.n=0", "infer.checkpoints=[base, sft]"])
+    report.run(EXP, cfg)
+    assert 'id="curves"' not in (out / "index.html").read_text()
+    assert not (out / "grpo_curves.png").exists()
+
+
+def test_provenance_has_no_paths_times_or_commit_and_reads_only_declared_keys(project):
+    write_images(4)
+    cfg = scored(["report.gallery.n=2"])
+    seen: set[str] = set()
+    report.run(EXP, RecordingConfig(cfg, seen))
+    assert undeclared(seen, report.READS) == []
+    out = paths.report_dir(EXP)
+    for name in ("index.html", "results.md", "comparisons.md", "results.csv", "published.csv"):
+        text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", (out / name).read_text())
+        for absolute in (str(project), str(REPO), "/tmp/", "/home/", "/work/"):
+            assert absolute not in text, f"{name} holds {absolute}"
+    html = (out / "index.html").read_text()
+    assert "git log -1 -- dvc.lock" in html
+    assert "tiny-qwen2.5-vl" in html and "built locally" in html
+    assert "llamafactory" in html and "0.9.5" in html
+    assert "report.gallery.n" not in html and "gallery:" in html  # the resolved report section
+    import importlib.metadata
+
+    assert f"<td>pandas</td><td>{importlib.metadata.version('pandas')}</td>" in html

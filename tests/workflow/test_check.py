@@ -181,4 +181,113 @@ def test_datasets_and_the_benchmarks_naming_them_are_checked(project):
         f"{benchmarks / 'on_nothing.yaml'}: dataset: 'absent' has no file "
         "config/datasets/absent.yaml; known: ["
     ), lines
-    assert "'moving', 'pinned'" in lines[1], lines
+    assert "'moving'" in lines[1] and "'pinned'" in lines[1], lines
+
+
+BAD_REFERENCE = """\
+paper: {title: T, url: "https://x", arxiv: "not-an-id"}
+columns:
+  Shapes: {benchmark: shapes_test, scale: percent}
+  Nope: {benchmark: no_such_bench, scale: percent}
+  Wrong: {benchmark: shapes_test, metric: fAcc, scale: percent}
+  Raw: {benchmark: shapes_test, scale: raw}
+rows:
+  - {id: a, model: M, source: {table: T1, row: M}, values: {Shapes: 1.0, Typo: 2.0},
+     protocol: {toolkit: x, prompt: y, judge: z}}
+  - {id: a, model: N, source: {table: T1, row: N}, values: {Shapes: 1.0}}
+  - {id: b, model: O, source: {table: T1, row: O, page: 3}, values: {Shapes: 1.0},
+     protocol: {toolkit: x, prompt: y, judge: z}}
+extra: 1
+"""
+FIXES = [  # each step fixes the problems the one before names
+    ({"paper.arxiv", "extra", "rows.2.source.page"},
+     [(', arxiv: "not-an-id"', ""), ("extra: 1\n", ""), (", page: 3", "")]),
+    ({"rows.0.values.Typo", "rows.1.id", "rows.1.protocol"},
+     [(", Typo: 2.0", ""), ("id: a, model: N", "id: c, model: N"),
+      ("values: {Shapes: 1.0}}\n  - {id: b",
+       "values: {Shapes: 1.0}, protocol: {toolkit: x, prompt: y, judge: z}}\n  - {id: b")]),
+]  # fmt: skip
+
+
+def test_reference_files_are_checked_naming_file_and_key(project):
+    path = project / "config" / "reference" / "bad.yaml"
+    text = BAD_REFERENCE
+    for keys, fixes in FIXES:
+        path.write_text(text)
+        with pytest.raises(ConfigError) as info:
+            check_all()
+        header, *lines = str(info.value).splitlines()
+        assert header == f"{len(keys)} problem(s):", lines
+        assert {line.removeprefix(f"{path}: ").split(": ")[0] for line in lines} == keys, lines
+        for old, new in fixes:
+            assert old in text, old
+            text = text.replace(old, new)
+
+    # Once the schema holds, the columns are checked against the benchmarks.
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        check_all()
+    header, *lines = str(info.value).splitlines()
+    assert header == "3 problem(s):", lines
+    assert lines[0].startswith(f"{path}: columns.Nope.benchmark: 'no_such_bench' has no file")
+    assert lines[1].startswith(f"{path}: columns.Wrong.metric: 'fAcc' is not a metric of ")
+    assert lines[2].startswith(f"{path}: columns.Raw.scale: 'raw' does not fit shapes_test's")
+
+
+def _linked(project, links: str) -> Path:
+    return _variant(project, "linked", r"^score:", f"report:\n  published:\n{links}score:")
+
+
+def test_published_links_name_the_reference_and_the_row(project):
+    path = _linked(
+        project,
+        "    - {reference: vlm_r1, rows: {base: qwen2_5_vl_3b, grpo: rl_step601}}\n"
+        "    - {reference: no_such_paper, rows: {sft: x}}\n",
+    )
+    with pytest.raises(ConfigError) as info:
+        check_all()
+    header, *lines = str(info.value).splitlines()
+    assert header == "2 problem(s):", lines
+    assert lines[0].startswith(f"{path}: report.published.0.rows.grpo: no row 'rl_step601' in ")
+    assert lines[1].startswith(f"{path}: report.published.1.reference: 'no_such_paper' has no")
+
+    path.write_text(path.read_text().replace("{base: qwen2_5_vl_3b,", "{rl: qwen2_5_vl_3b,"))
+    with pytest.raises(ConfigError, match=r"report\.published\.0\.rows\.rl\.\[key\]: Input"):
+        check_all()
+
+
+def test_the_shipped_references_link_from_an_experiment(project):
+    _linked(
+        project,
+        "    - {reference: vlm_r1, rows: {base: qwen2_5_vl_3b, grpo: rl_step600}}\n"
+        "    - {reference: sophiavl_r1, rows: {base: qwen2_5_vl_7b, grpo: sophiavl_r1_7b}}\n",
+    )
+    check_all()
+
+
+def test_a_judge_graded_benchmark_needs_the_experiments_judge(project):
+    """MM-Vet's metric is its grader's: listing it without score.judge is refused before any
+    stage runs, naming the benchmark; with a judge it passes."""
+    _variant(project, "no_judge", r"^  - shapes_test$", "  - shapes_test\n  - mmvet")
+    with pytest.raises(ConfigError) as info:
+        check_all()
+    assert re.search(
+        r"no_judge\.yaml: benchmarks\.1: 'mmvet' is scored by an LLM judge .*judge\.required\) "
+        r"but score\.judge is not set",
+        str(info.value),
+    ), str(info.value)
+    path = _variant(project, "no_judge", r"^  - shapes_test$", "  - shapes_test\n  - mmvet")
+    path.write_text(
+        path.read_text().replace(
+            "score:\n", "score:\n  judge: {base_url: 'http://127.0.0.1:8001/v1', model: j}\n"
+        )
+    )
+    check_all()
+
+
+def test_a_benchmarks_judge_prompt_must_exist(project):
+    bench = project / "config" / "benchmarks" / "mmvet.yaml"
+    bench.write_text(bench.read_text().replace("prompt: mmvet", "prompt: mm_vet"))
+    with pytest.raises(ConfigError) as info:
+        check_all()
+    assert "mmvet.yaml: judge.prompt: 'mm_vet' is not one of" in str(info.value)

@@ -15,6 +15,9 @@ from vlrl.workflow.reads import RecordingConfig, undeclared
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ["download", "data", "base_model", "sft", "grpo", "merge", "infer", "score", "report"]
 PKG = "workflow_scripts/vlrl/"
+# The report fingerprints its own code files, which it finds with stage_deps: the one workflow
+# module a stage runs.
+WORKFLOW_CODE = {"report": {"workflow/__init__.py", "workflow/stage_deps.py"}}
 
 
 def files(stage: str, root: Path = ROOT) -> set[str]:
@@ -27,7 +30,8 @@ def test_every_stage_has_its_module_its_packages_and_no_config(stage: str) -> No
     assert {f"stages/{stage}.py", "stages/__init__.py", "__init__.py"} <= found
     assert "config.py" not in found, "config's effect on a stage is the resolved values it reads"
     assert "threads.py" in found, "the CLI pins threads before every stage"
-    assert "cli.py" not in found and not any(f.startswith("workflow/") for f in found)
+    assert "cli.py" not in found
+    assert {f for f in found if f.startswith("workflow/")} == WORKFLOW_CODE.get(stage, set())
     assert stage_deps.declared_reads(stage)
 
 
@@ -51,7 +55,7 @@ def test_couplings_are_cut(stage: str, absent: list[str]) -> None:
         ("grpo", ["rewards/vlm_r1.py", "algorithms/trust_grpo.py", "endpoints.py", "answers.py"]),
         ("infer", ["generation/hf.py", "generation/vllm.py", "data/convert.py", "benchmarks.py"]),
         ("score", ["scoring/rules.py", "scoring/judge.py", "answers.py", "endpoints.py"]),
-        ("report", ["scoring/stats.py"]),
+        ("report", ["scoring/stats.py", "predictions.py", "reporting/templates/index.html.j2"]),
     ],
 )
 def test_lazy_and_indirect_imports_are_followed(stage: str, present: list[str]) -> None:
@@ -100,6 +104,56 @@ def test_missing_or_malformed_reads_is_an_error(tmp_path: Path) -> None:
         stage_deps.declared_reads("merge", root)
     with pytest.raises(ConfigError, match="has no module"):
         stage_deps.code_files("no_such_stage", root)
+
+
+def _add_module(root: Path, body: str) -> Path:
+    """A module vlrl/extra/mod.py with ``body`` and a templates folder beside it, imported by
+    the merge stage."""
+    package = root / PKG / "extra"
+    (package / "templates").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "templates" / "a.j2").write_text("{{ a }}")
+    (package / "templates" / "notes.txt").write_text("not a template")
+    module = package / "mod.py"
+    module.write_text(body)
+    merge = root / PKG / "stages" / "merge.py"
+    merge.write_text(merge.read_text() + "\nfrom vlrl.extra import mod\n")
+    return package
+
+
+def test_declared_files_are_code_of_every_stage_importing_the_module(tmp_path: Path) -> None:
+    root = _scratch(tmp_path)
+    package = _add_module(root, 'FILES = ("templates/*.j2",)\n')
+    assert {"extra/mod.py", "extra/templates/a.j2"} <= files("merge", root)
+    assert "extra/templates/notes.txt" not in files("merge", root)
+    assert "extra/templates/a.j2" not in files("score", root)
+    (package / "templates" / "b.j2").write_text("{{ b }}")
+    assert "extra/templates/b.j2" in files("merge", root), "a new template: a new dependency"
+    assert [f.name for f in stage_deps.data_files("vlrl.extra.mod", root)] == ["a.j2", "b.j2"]
+    assert stage_deps.data_files("vlrl.extra", root) == [], "no FILES: no data files"
+
+
+@pytest.mark.parametrize(
+    ("files_line", "message"),
+    [
+        ('FILES = ("nothing/*.j2",)', r"mod\.py: FILES pattern 'nothing/\*\.j2' matches no file"),
+        ('FILES = ["templates/*.j2"]', r"mod\.py: FILES must be a tuple of strings"),
+        ('FILES = ("../*.py",)', r"mod\.py: FILES pattern '\.\./\*\.py' must stay inside"),
+        ('FILES = ("/etc/*",)', r"must stay inside the module's directory"),
+    ],
+)
+def test_malformed_files_declarations_name_the_module(tmp_path, files_line, message) -> None:
+    root = _scratch(tmp_path)
+    _add_module(root, files_line + "\n")
+    with pytest.raises(ConfigError, match=message):
+        stage_deps.code_files("merge", root)
+
+
+def test_the_report_templates_are_declared_and_all_found() -> None:
+    templates = ROOT / PKG / "reporting" / "templates"
+    declared = {f"reporting/templates/{p.name}" for p in templates.glob("*.j2")}
+    assert declared and declared <= files("report")
+    assert not any("templates" in f for f in files("score"))
 
 
 def test_recording_config_records_leaves_properties_and_whole_sections() -> None:

@@ -523,7 +523,12 @@ class InferConfig(Section):
         description="hf backend: processes that split the items, whole batches each, "
         "cpu_threads threads apiece (CPU). The responses do not depend on it.",
     )
-    max_new_tokens: PositiveInt = 64
+    max_new_tokens: PositiveInt = Field(
+        2048,
+        description="Generation budget (a benchmark's max_new_tokens wins): R1-style answers "
+        "reason first, so the default is VLMEvalKit's Qwen2VLChat budget, as Vision-SR1 also "
+        "evaluates; a short budget truncates the reasoning before the answer.",
+    )
     temperature: NonNegativeFloat = Field(0.0, description="0: greedy decoding.")
     top_p: TopP = 1.0
     checkpoints: list[Literal["base", "sft", "grpo"]] = Field(
@@ -561,10 +566,13 @@ class JudgeConfig(EndpointConfig):
     backoff_s: NonNegativeFloat = Field(
         1.0, description="Wait before the first retry; doubles per retry, at most 30 s."
     )
-    on_failure: Literal["error", "score_zero"] = Field(
-        "error",
-        description="A judge call that fails or a reply that does not parse: error (the stage "
-        "fails) or score_zero (the item scores 0 and the failure is counted in the scores file).",
+    on_failure: Literal["unscored", "error", "score_zero"] = Field(
+        "unscored",
+        description="A judge call that fails or a reply that does not parse: unscored (the item "
+        "counts neither right nor wrong: left out of every accuracy, counted as unscored in the "
+        "scores file and the report), error (the stage fails, naming the items) or score_zero "
+        "(the item scores 0, as some released evaluation scripts do, and the failure is "
+        "counted).",
     )
 
 
@@ -583,7 +591,38 @@ class ScoreConfig(Section):
 
 # ------------------------------------------------------------------------------------- report
 class ReportConfig(Section):
+    """The report stage: its title, the published numbers it sets beside the reproduced ones,
+    and the sample gallery of its HTML page."""
+
+    class Published(Section):
+        """Rows of a published table (``config/reference/<reference>.yaml``) linked to the
+        experiment's checkpoints, e.g. ``{base: qwen2_5_vl_7b, grpo: sophiavl_r1_7b}``.
+        ``vlrl check`` checks that the file and its rows exist."""
+
+        reference: str = Field(
+            pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+            description="A file of config/reference/, without .yaml.",
+        )
+        rows: dict[Literal["base", "sft", "grpo"], str] = Field(
+            min_length=1, description="Checkpoint → the id of a row of that file."
+        )
+
+    class Gallery(Section):
+        """Sample items of each benchmark shown in the HTML report, every checkpoint's answer
+        beside the others' (drawn with the experiment's seed, disagreements first)."""
+
+        n: NonNegativeInt = Field(6, description="Items per benchmark; 0: no gallery.")
+        reasoning_chars: PositiveInt = Field(
+            600, description="Reasoning shown per answer; longer reasoning is cut there."
+        )
+        thumbnail_px: int = Field(256, ge=32, le=1024, description="Longest side of an image.")
+
     title: str | None = None
+    published: list[Published] = Field(
+        default_factory=list,
+        description="Published rows set beside this experiment's checkpoints in the report.",
+    )
+    gallery: Gallery = Field(default_factory=Gallery)
 
 
 # --------------------------------------------------------------------------------- experiment

@@ -65,6 +65,16 @@ def grpo_dir(exp: str) -> Path:
     return results_dir(exp) / "grpo"
 
 
+GRPO_DVCLIVE = "dvclive"
+"""The grpo output's dvclive directory (the training log)."""
+
+
+def grpo_curves_dir(exp: str) -> Path:
+    """The step-wise GRPO curves dvclive writes (one TSV per logged value): what ``dvc plots``
+    and the report draw."""
+    return grpo_dir(exp) / GRPO_DVCLIVE / "plots" / "metrics"
+
+
 GRPO_FINAL = "final"
 """The trained policy's subdirectory of the grpo output (a LoRA adapter with ``grpo.lora``)."""
 

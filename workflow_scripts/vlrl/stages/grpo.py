@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 #: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
 READS = ("seed", "cpu_threads", "cpu_kernels", "prompt", "base_model", "sft.enabled", "grpo")
 
-DVCLIVE = "dvclive"
 FINGERPRINT = "vlrl_fingerprint.txt"
 # The vision tower in transformers 5.x Qwen2.5-VL (libraries.md §1, "Freezing the vision tower").
 VISION_KEY = "visual."
@@ -373,7 +372,11 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
     callbacks = []
     if main:
         live = Live(
-            dir=str(out / DVCLIVE), dvcyaml=None, save_dvc_exp=False, report=None, resume=False
+            dir=str(out / paths.GRPO_DVCLIVE),
+            dvcyaml=None,
+            save_dvc_exp=False,
+            report=None,
+            resume=False,
         )
         callbacks.append(dvclive_callback(live))
     trainer = build_trainer(

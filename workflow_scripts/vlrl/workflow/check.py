@@ -1,9 +1,10 @@
-"""``vlrl check``: validate params.yaml and every experiment, model, dataset and benchmark file at
-once.
+"""``vlrl check``: validate params.yaml and every experiment, model, dataset, benchmark and
+reference file at once.
 
 Every problem is collected before raising, so one run lists them all, one line each naming its
 file and dotted key: the schema's (unknown keys, wrong types, values out of range, keys that
-disagree, repeated keys) and names that refer to nothing (prompt formats, rewards, benchmarks).
+disagree, repeated keys) and names that refer to nothing (prompt formats, rewards, benchmarks,
+published tables and their rows).
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
         problems.append(
             f"{source}: grpo.rewards: unknown rewards {unknown}; known: {sorted(REGISTRY)}"
         )
+    score = getattr(cfg, "score", None)  # absent when the file did not validate
     for index, bench in enumerate(cfg.benchmarks):
         if not paths.benchmark_file(bench).is_file():
             known = _stems(paths.benchmark_file(bench).parent)
@@ -103,7 +105,22 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
                 f"{source}: benchmarks.{index}: {bench!r} has no file "
                 f"config/benchmarks/{bench}.yaml; known: {known}"
             )
+        elif score is not None and score.judge is None and _needs_judge(bench):
+            problems.append(
+                f"{source}: benchmarks.{index}: {bench!r} is scored by an LLM judge "
+                f"(config/benchmarks/{bench}.yaml: judge.required) but score.judge is not set"
+            )
     return problems
+
+
+def _needs_judge(bench: str) -> bool:
+    from vlrl.benchmarks import load_benchmark
+
+    try:
+        judge = load_benchmark(bench).judge
+    except ConfigError:  # reported with the benchmark's own file
+        return False
+    return judge is not None and judge.required
 
 
 def _names(tree: dict[str, Any]) -> Any:
@@ -143,12 +160,21 @@ def experiment_problems(name: str, overrides: list[str] | None = None) -> tuple[
         return None, exc.problems + registry_problems(names, path)
     except ConfigError as exc:  # no such file, not YAML: nothing more to check
         return None, _lines(exc)
-    problems = registry_problems(cfg, path)
+    problems = registry_problems(cfg, path) + published_problems(cfg, path)
     return (None if problems else cfg), problems
 
 
+def published_problems(cfg: Any, source: Path | str) -> list[str]:
+    """The experiment's ``report.published`` links that name no reference file
+    (``config/reference/<name>.yaml``) or a row it does not have."""
+    from vlrl.reporting.published import link_problems
+
+    return link_problems(list(cfg.report.published), source)
+
+
 def load_checked(name: str, overrides: list[str] | None = None) -> Any:
-    """``load_experiment(name, overrides)`` plus :func:`registry_problems`.
+    """``load_experiment(name, overrides)`` plus :func:`registry_problems` and
+    :func:`published_problems`.
 
     Raises:
         ConfigProblems: listing every problem of the experiment (see :func:`experiment_problems`).
@@ -203,6 +229,14 @@ def _checked_benchmark(name: str) -> Any:
         problems.append(
             f"{paths.benchmark_file(name)}: prompt: {cfg.prompt!r} is not one of {known}"
         )
+    if cfg.judge is not None and cfg.judge.prompt is not None:
+        from vlrl.scoring.judge_prompts import PROMPTS as JUDGE_PROMPTS
+
+        if cfg.judge.prompt not in JUDGE_PROMPTS:
+            problems.append(
+                f"{paths.benchmark_file(name)}: judge.prompt: {cfg.judge.prompt!r} is not one of "
+                f"{sorted(JUDGE_PROMPTS)}"
+            )
     if cfg.dataset is not None and not paths.dataset_file(cfg.dataset).is_file():
         known = _stems(paths.dataset_file(cfg.dataset).parent)
         problems.append(
@@ -216,22 +250,26 @@ def _checked_benchmark(name: str) -> Any:
 
 def check_all() -> None:
     """Validate params.yaml, config/experiments/*, config/models/*, config/datasets/*,
-    config/benchmarks/*.
+    config/benchmarks/*, config/reference/*.
 
     Also checks that the experiments named in params.yaml exist, that every benchmark an
-    experiment names has a file, and that the names in each file refer to something
-    (:func:`registry_problems`).
+    experiment names has a file, that the names in each file refer to something
+    (:func:`registry_problems`), that each reference file's columns name benchmarks and metrics
+    that exist, and that the published rows an experiment links exist
+    (:func:`published_problems`).
 
     Raises:
         ConfigError: listing every problem found, one per line, each naming its file and key.
     """
     from vlrl.config import load_model
+    from vlrl.reporting.published import reference_problems, references
 
     config = paths.root() / "config"
     experiments = _stems(config / "experiments")
     models = _stems(config / "models")
     datasets = _stems(config / "datasets")
     benches = _stems(config / "benchmarks")
+    refs = references()
 
     problems, listed = check_params()
     for name in listed:
@@ -243,14 +281,17 @@ def check_all() -> None:
     problems += _check_each("model", models, load_model)
     problems += _check_each("dataset", datasets, _checked_dataset)
     problems += _check_each("benchmark", benches, _checked_benchmark)
+    for name in refs:
+        problems += reference_problems(name)
     for name in experiments:
         problems += experiment_problems(name)[1]
     if problems:
         raise ConfigError(f"{len(problems)} problem(s):\n" + "\n".join(problems))
     log.info(
-        "ok: params.yaml, %d experiments, %d models, %d datasets, %d benchmarks",
+        "ok: params.yaml, %d experiments, %d models, %d datasets, %d benchmarks, %d references",
         len(experiments),
         len(models),
         len(datasets),
         len(benches),
+        len(refs),
     )

@@ -52,8 +52,6 @@ HEADER = """\
 # fails when this file is stale. Stage names: <rule>--<wildcards>; `dvc repro --glob 'infer--*'`.
 """
 SEPARATOR = "--"
-# Where the grpo stage's dvclive logger writes its step-wise curves (see vlrl/stages/grpo.py).
-GRPO_PLOTS = ("dvclive", "plots", "metrics")
 
 
 def stage_name(job: Job) -> str:
@@ -113,7 +111,7 @@ def stage(job: Job) -> dict[str, Any]:
 def plots(jobs: Iterable[Job]) -> list[dict[str, Any]]:
     """Top-level plots: the dvclive curves of every grpo job."""
     return [
-        {str(paths.grpo_dir(job.wildcards["exp"]).joinpath(*GRPO_PLOTS)): {"x": "step"}}
+        {str(paths.grpo_curves_dir(job.wildcards["exp"])): {"x": "step"}}
         for job in jobs
         if job.rule == "grpo"
     ]

@@ -6,6 +6,11 @@
   the way (Python runs those too); plus the modules the ``vlrl`` command runs before any stage
   (what ``vlrl/cli.py`` imports, other than the stages and the workflow tools). Imports under
   ``if TYPE_CHECKING:`` are skipped: they never run.
+- **Data files**: files a module reads at run time rather than imports (templates, say),
+  declared next to its code as ``FILES = ("templates/*.j2",)``: glob patterns relative to the
+  module's directory. They are code of every stage that imports the module, so an edited
+  template reruns the stages that render it. A pattern matching no file is an error (a typo
+  would silently drop the dependency).
 - **Config**: the keys the stage declares in its module's ``READS`` tuple (``"sft"`` for a whole
   section, ``"sft.enabled"`` for one value). The stage's params are the *resolved* values of
   those keys (defaults included, see :mod:`vlrl.workflow.resolve`), so ``vlrl/config.py`` is
@@ -35,6 +40,7 @@ ENTRY = "vlrl.cli"
 """The command every stage runs under; what it imports besides stages and tools runs first."""
 ENTRY_SKIPS = ("vlrl.stages.", "vlrl.workflow.")
 READS_NAME = "READS"
+FILES_NAME = "FILES"
 
 
 def source_root(root: Path | None = None) -> Path:
@@ -152,35 +158,95 @@ def code_modules(stage: str, root: Path | None = None) -> set[str]:
     return seen
 
 
+def data_files(module: str, root: Path | None = None) -> list[Path]:
+    """The files ``module`` declares in ``FILES`` (glob patterns relative to its directory),
+    sorted; none when it declares none.
+
+    >>> "index.html.j2" in [f.name for f in data_files("vlrl.reporting.render")]
+    True
+    >>> data_files("vlrl.paths")
+    []
+    """
+    path = module_file(module, root)
+    if path is None:
+        raise ConfigError(f"no source file for module {module} under {source_root(root)}")
+    found: list[Path] = []
+    for pattern in _files(path, path.stat().st_mtime_ns):
+        # Globbed on every call, not cached: a new template is a new dependency at once.
+        matches = sorted(p for p in path.parent.glob(pattern) if p.is_file())
+        if not matches:
+            raise ConfigError(
+                f"{path}: {FILES_NAME} pattern {pattern!r} matches no file under {path.parent}"
+            )
+        found += matches
+    return found
+
+
 def code_files(stage: str, root: Path | None = None) -> list[str]:
-    """The source files of :func:`code_modules`, relative to the project root, sorted.
+    """The source files of :func:`code_modules` and the data files they declare
+    (:func:`data_files`), relative to the project root, sorted.
 
     >>> "workflow_scripts/vlrl/rewards/vlm_r1.py" in code_files("grpo")
     True
     >>> [f for f in code_files("merge") if "rewards" in f or "stages/grpo" in f]
     []
+    >>> "workflow_scripts/vlrl/reporting/templates/index.html.j2" in code_files("report")
+    True
     """
     base = Path(root or paths.root())
-    files = {module_file(m, root) for m in code_modules(stage, root)}
-    return sorted(str(f.relative_to(base)) for f in files if f is not None)
+    files: set[Path] = set()
+    for module in code_modules(stage, root):
+        source = module_file(module, root)
+        if source is not None:
+            files.add(source)
+            files.update(data_files(module, root))
+    return sorted(str(f.relative_to(base)) for f in files)
+
+
+def _literal(path: Path, name: str) -> tuple[bool, object]:
+    """Whether the module at ``path`` assigns ``name`` at module level, and the literal value
+    (None when it is not a literal)."""
+    for node in _parse(path).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                try:
+                    return True, ast.literal_eval(node.value)
+                except ValueError:
+                    return True, None
+    return False, None
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, tuple) and all(isinstance(k, str) for k in value)
+
+
+@functools.cache
+def _files(path: Path, mtime_ns: int) -> tuple[str, ...]:
+    found, value = _literal(path, FILES_NAME)
+    if not found:
+        return ()
+    if not _strings(value):
+        raise ConfigError(f"{path}: {FILES_NAME} must be a tuple of strings (glob patterns)")
+    for pattern in value:
+        if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            raise ConfigError(
+                f"{path}: {FILES_NAME} pattern {pattern!r} must stay inside the module's "
+                "directory (relative, no '..')"
+            )
+    return value
 
 
 @functools.cache
 def _reads(path: Path, mtime_ns: int) -> tuple[str, ...]:
-    for node in _parse(path).body:
-        if isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == READS_NAME for t in targets):
-                try:
-                    value = ast.literal_eval(node.value)
-                except ValueError:
-                    value = None
-                if not isinstance(value, tuple) or not all(isinstance(k, str) for k in value):
-                    raise ConfigError(f"{path}: {READS_NAME} must be a tuple of strings")
-                return value
-    raise ConfigError(
-        f"{path}: no {READS_NAME} = (...) declaring the experiment config keys the stage reads"
-    )
+    found, value = _literal(path, READS_NAME)
+    if not found:
+        raise ConfigError(
+            f"{path}: no {READS_NAME} = (...) declaring the experiment config keys the stage reads"
+        )
+    if not _strings(value):
+        raise ConfigError(f"{path}: {READS_NAME} must be a tuple of strings")
+    return value
 
 
 def declared_reads(stage: str, root: Path | None = None) -> tuple[str, ...]:

@@ -1,0 +1,218 @@
+"""Published numbers, ``config/reference/<paper>.yaml``, and how they stand against ours.
+
+A reference file holds one paper's tables as it printed them: the paper, the evaluation
+protocol it states (toolkit, prompt, judge; "not stated" where it does not say), its
+*columns*, each mapped to a vlrl benchmark and metric (``benchmark: null`` when vlrl has no
+such benchmark: shown as "not evaluated here"), the scale the paper prints it on and how its
+split, metric or protocol differs from ours; and its *rows*, each a model with its source
+(table and row label) and one value per column. Unknown keys are errors naming the file and the
+dotted key; ``vlrl check`` validates every file (:func:`reference_problems`).
+
+An experiment links rows to its checkpoints in ``report.published``; the report then sets each
+published number beside the reproduced one: the difference, and whether it lies inside the
+reproduced number's interval.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from vlrl import paths
+from vlrl.config import ConfigProblems, KeyProblems, Section, _load_yaml_model
+from vlrl.errors import ConfigError
+
+ColumnScale = Literal["percent", "fraction", "raw"]
+NOT_STATED = "not stated"
+
+
+class Paper(Section):
+    title: str
+    arxiv: str | None = Field(None, pattern=r"^\d{4}\.\d{4,5}(v\d+)?$")
+    url: str = Field(description="Where the tables are: the paper, or the README that has them.")
+    code: str | None = Field(None, description="The released code (and commit) read beside it.")
+
+
+class Protocol(Section):
+    """How the paper says it evaluated; ``not stated`` where it does not say."""
+
+    toolkit: str
+    prompt: str
+    judge: str
+
+
+class Source(Section):
+    table: str
+    row: str = Field(description="The row's label as printed.")
+
+
+class Column(Section):
+    benchmark: str | None = Field(
+        description="A config/benchmarks name; null: not a benchmark vlrl evaluates."
+    )
+    metric: str | list[str] = Field(
+        "accuracy",
+        description="The benchmark's metric (accuracy or one its yaml defines); a list: their "
+        "sum (MME's total = perception + cognition).",
+    )
+    scale: ColumnScale = Field(
+        description="How the paper prints it: percent (67.5), fraction (0.675) or raw (the "
+        "benchmark's own scale: MME's 2306.0)."
+    )
+    differs: str | None = Field(
+        None, description="How the published split, metric or protocol differs from ours."
+    )
+
+    @property
+    def metrics(self) -> list[str]:
+        return [self.metric] if isinstance(self.metric, str) else list(self.metric)
+
+    @property
+    def metric_name(self) -> str:
+        return "+".join(self.metrics)
+
+
+class Row(Section):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    model: str
+    source: Source
+    protocol: Protocol | None = Field(None, description="Default: the file's protocol.")
+    # int | float: a number printed without decimals keeps none (formatting.published).
+    values: dict[str, int | float | None] = Field(
+        description="Column → the number as printed; null: '–' in print."
+    )
+    note: str | None = None
+
+
+class Reference(Section):
+    """One paper's published numbers (see the module docstring)."""
+
+    paper: Paper
+    protocol: Protocol | None = Field(None, description="The protocol of rows that state none.")
+    columns: dict[str, Column] = Field(min_length=1)
+    rows: list[Row] = Field(min_length=1)
+    notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _rows_fit_columns(self) -> Reference:
+        problems, seen = [], set()
+        for i, row in enumerate(self.rows):
+            if row.id in seen:
+                problems.append((f"rows.{i}.id", f"{row.id!r} is used by an earlier row"))
+            seen.add(row.id)
+            for column in row.values:
+                if column not in self.columns:
+                    known = sorted(self.columns)
+                    problems.append((f"rows.{i}.values.{column}", f"not a column; known: {known}"))
+            if row.protocol is None and self.protocol is None:
+                problems.append((f"rows.{i}.protocol", "missing, and the file states none"))
+        if problems:
+            raise KeyProblems(*problems)
+        return self
+
+    def row(self, row_id: str) -> Row:
+        for row in self.rows:
+            if row.id == row_id:
+                return row
+        raise KeyError(row_id)
+
+    def protocol_of(self, row: Row) -> Protocol:
+        protocol = row.protocol or self.protocol
+        assert protocol is not None  # guaranteed by validation
+        return protocol
+
+
+def reference_dir() -> Path:
+    return paths.root() / "config" / "reference"
+
+
+def reference_file(name: str) -> Path:
+    """``config/reference/<name>.yaml``."""
+    return reference_dir() / f"{name}.yaml"
+
+
+def references() -> list[str]:
+    """The names of the reference files, sorted."""
+    return sorted(p.stem for p in reference_dir().glob("*.yaml"))
+
+
+def load_reference(name: str) -> Reference:
+    """Load and validate one reference file.
+
+    Raises:
+        ConfigError: naming the file when it is missing; a ConfigProblems with one
+            ``<file>: <dotted key>: <what is wrong>`` line per problem.
+    """
+    path = reference_file(name)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such reference {name!r}; known: {references()}")
+    return _load_yaml_model(path, Reference)
+
+
+def reference_problems(name: str) -> list[str]:
+    """Every problem of one reference file: its schema, and columns naming a benchmark that
+    does not exist, a metric the benchmark does not define, or a scale its metric cannot have
+    (a raw score printed as a percentage)."""
+    from vlrl.benchmarks import load_benchmark
+
+    try:
+        ref = load_reference(name)
+    except ConfigProblems as exc:
+        return exc.problems
+    except ConfigError as exc:
+        return [str(exc)]
+    path = reference_file(name)
+    problems = []
+    for label, column in ref.columns.items():
+        where = f"{path}: columns.{label}"
+        if column.benchmark is None:
+            continue
+        if not paths.benchmark_file(column.benchmark).is_file():
+            problems.append(
+                f"{where}.benchmark: {column.benchmark!r} has no file "
+                f"config/benchmarks/{column.benchmark}.yaml"
+            )
+            continue
+        bench = load_benchmark(column.benchmark)
+        kinds = {"accuracy": "proportion", **{m.name: m.kind for m in bench.metrics}}
+        for metric in column.metrics:
+            if metric not in kinds:
+                problems.append(
+                    f"{where}.metric: {metric!r} is not a metric of {column.benchmark}; "
+                    f"known: {list(kinds)}"
+                )
+            elif (kinds[metric] == "task_sum") != (column.scale == "raw"):
+                problems.append(
+                    f"{where}.scale: {column.scale!r} does not fit {column.benchmark}'s "
+                    f"{metric} (raw is for scores on the benchmark's own scale, such as MME's)"
+                )
+    return problems
+
+
+def link_problems(links: list[Any], source: Path | str) -> list[str]:
+    """Problems of an experiment's ``report.published``: a reference that does not exist or a
+    row it does not have. (A reference file's own problems are reported for the file.)"""
+    problems = []
+    for i, link in enumerate(links):
+        where = f"{source}: report.published.{i}"
+        if not reference_file(link.reference).is_file():
+            problems.append(
+                f"{where}.reference: {link.reference!r} has no file "
+                f"config/reference/{link.reference}.yaml; known: {references()}"
+            )
+            continue
+        try:
+            ref = load_reference(link.reference)
+        except ConfigError:
+            problems.append(f"{where}.reference: {reference_file(link.reference)} is invalid")
+            continue
+        ids = [row.id for row in ref.rows]
+        for checkpoint, row_id in link.rows.items():
+            if row_id not in ids:
+                problems.append(
+                    f"{where}.rows.{checkpoint}: no row {row_id!r} in "
+                    f"config/reference/{link.reference}.yaml; known: {ids}"
+                )
+    return problems

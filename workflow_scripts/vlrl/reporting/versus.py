@@ -1,0 +1,127 @@
+"""Published numbers beside reproduced ones: one row per linked published number.
+
+``report.published`` links rows of reference files (:mod:`vlrl.reporting.published`) to the
+experiment's checkpoints. For each linked row and each of its numbers, :func:`versus_rows`
+gives the reproduced value of the same benchmark metric (its interval when it has one), the
+published value on the same scale, the difference (reproduced − published) and whether the
+published value lies inside the reproduced interval, with where the number comes from: the
+paper, table, row, and the protocol it was measured with. A published column whose benchmark
+vlrl does not evaluate (no benchmark, or not one of this experiment's) is kept, marked as not
+evaluated here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlrl.reporting.frames import Evaluation, metric_of
+from vlrl.reporting.labels import label
+from vlrl.reporting.published import Column, Reference, load_reference
+
+COLUMNS = [
+    "benchmark", "metric", "checkpoint", "model", "evaluated", "reproduced", "ci_low", "ci_high",
+    "published", "published_as_printed", "scale", "delta", "inside_interval", "reference",
+    "paper", "arxiv", "column", "row_id", "table", "row", "published_model", "toolkit", "prompt",
+    "judge", "differs",
+]  # fmt: skip
+"""The fields of :func:`versus_rows`' rows, in order (published.csv's columns, also when the
+experiment links no published number)."""
+
+
+def linked(links: list[Any], checkpoints: list[str]) -> list[tuple[str, Reference, str, str]]:
+    """``(reference name, reference, checkpoint, row id)`` for every link of an evaluated
+    checkpoint, in the order of ``report.published`` then of the checkpoints."""
+    loaded: dict[str, Reference] = {}
+    found = []
+    for link in links:
+        ref = loaded.setdefault(link.reference, load_reference(link.reference))
+        for checkpoint in checkpoints:
+            if checkpoint in link.rows:
+                found.append((link.reference, ref, checkpoint, link.rows[checkpoint]))
+    return found
+
+
+def _stored(published: float, column: Column) -> float:
+    """A published number on our storage scale (fractions for proportions)."""
+    return published / 100 if column.scale == "percent" else published
+
+
+def _reproduced(row: dict[str, Any] | None, column: Column) -> tuple[Any, Any, Any]:
+    """Our value of the column's metric, with its interval (none for a sum of metrics)."""
+    if row is None:
+        return None, None, None
+    if len(column.metrics) == 1:
+        return metric_of(row, column.metrics[0])
+    values = [metric_of(row, m)[0] for m in column.metrics]
+    return (None if None in values else sum(values)), None, None
+
+
+def versus_rows(
+    links: list[Any],
+    results: list[dict[str, Any]],
+    evaluations: list[Evaluation],
+    sft_enabled: bool,
+) -> list[dict[str, Any]]:
+    """One row per linked published number (see the module docstring), by benchmark in the
+    experiment's order (then as linked), those not evaluated here last."""
+    ours = {(r["benchmark"], r["checkpoint"]): r for r in results}
+    benches = {ev.bench for ev in evaluations}
+    checkpoints = list(dict.fromkeys(r["checkpoint"] for r in results))
+    rows = []
+    for name, ref, checkpoint, row_id in linked(links, checkpoints):
+        published_row = ref.row(row_id)
+        protocol = ref.protocol_of(published_row)
+        for column_label, published in published_row.values.items():
+            if published is None:
+                continue
+            column = ref.columns[column_label]
+            evaluated = column.benchmark in benches
+            row = ours.get((column.benchmark, checkpoint)) if evaluated else None
+            value, low, high = _reproduced(row, column)
+            stored = _stored(published, column)
+            inside = None if low is None or high is None else bool(low <= stored <= high)
+            rows.append(
+                {
+                    "benchmark": column.benchmark,
+                    "metric": column.metric_name,
+                    "checkpoint": checkpoint,
+                    "model": label(checkpoint, sft_enabled),
+                    "evaluated": evaluated,
+                    "reproduced": value,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "published": stored,
+                    "published_as_printed": published,
+                    "scale": column.scale,
+                    "delta": None if value is None else value - stored,
+                    "inside_interval": inside,
+                    "reference": name,
+                    "paper": ref.paper.title,
+                    "arxiv": ref.paper.arxiv,
+                    "column": column_label,
+                    "row_id": row_id,
+                    "table": published_row.source.table,
+                    "row": published_row.source.row,
+                    "published_model": published_row.model,
+                    "toolkit": protocol.toolkit,
+                    "prompt": protocol.prompt,
+                    "judge": protocol.judge,
+                    "differs": column.differs,
+                }
+            )
+    position = {ev.bench: i for i, ev in enumerate(evaluations)}
+    return sorted(rows, key=lambda r: position.get(r["benchmark"], len(position)))
+
+
+def summary_columns(
+    evaluations: list[Evaluation], versus: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
+    """The paper-layout table's ``(benchmark, metric)`` columns: each benchmark's headline
+    metric, then the other metrics its linked published numbers are on (MME's sum)."""
+    columns = []
+    for ev in evaluations:
+        columns.append((ev.bench, ev.config.headline))
+        for row in versus:
+            if row["benchmark"] == ev.bench and row["evaluated"]:
+                columns.append((ev.bench, row["metric"]))
+    return list(dict.fromkeys(columns))
