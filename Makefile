@@ -8,6 +8,10 @@ export PATH := $(CURDIR)/$(MAIN)/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYTHONHASHSEED := 0
+# Python may cache the bytecode of the modules it compiles (our package, the scratch copies of the
+# tests); a shell that forbids it (PYTHONDONTWRITEBYTECODE=1) makes every process compile them
+# again.
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: setup run run-snakemake resume test reproduce test-fast lint format lock dvc-yaml clean
 
@@ -15,18 +19,20 @@ setup: $(STAMPS)/main $(STAMPS)/sft
 
 UV := $(MAIN)/bin/uv
 
-# uv installs the exact pins of envs/*.txt (several minutes faster than pip: parallel, no
-# byte-compiling); it is itself pinned in envs/bootstrap.txt and lives in .venv.
+# uv installs the exact pins of envs/*.txt (several minutes faster than pip: parallel); it is
+# itself pinned in envs/bootstrap.txt and lives in .venv. --compile-bytecode writes every
+# module's .pyc at install (about 40 s per environment): without them each process compiles
+# what it imports, 4 s for `snakemake -n`, 6 s for LLaMA-Factory (docs/performance.md).
 $(STAMPS)/main: envs/main.txt envs/bootstrap.txt pyproject.toml
 	test -x $(MAIN)/bin/python || $(PYTHON) -m venv $(MAIN)
 	$(MAIN)/bin/pip install --quiet -r envs/bootstrap.txt
-	$(UV) pip install --quiet --python $(MAIN)/bin/python -r envs/main.txt
+	$(UV) pip install --quiet --compile-bytecode --python $(MAIN)/bin/python -r envs/main.txt
 	$(UV) pip install --quiet --python $(MAIN)/bin/python --no-deps -e .
 	mkdir -p $(STAMPS) && touch $@
 
 $(STAMPS)/sft: envs/sft.txt pyproject.toml $(STAMPS)/main
 	test -x $(SFT)/bin/python || $(PYTHON) -m venv $(SFT)
-	$(UV) pip install --quiet --python $(SFT)/bin/python -r envs/sft.txt
+	$(UV) pip install --quiet --compile-bytecode --python $(SFT)/bin/python -r envs/sft.txt
 	$(UV) pip install --quiet --python $(SFT)/bin/python --no-deps -e .
 	mkdir -p $(STAMPS) && touch $@
 
