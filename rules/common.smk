@@ -166,13 +166,17 @@ def get_report_published(wildcards):
 
 
 def get_report_provenance(wildcards):
-    """What the report's provenance reads: the base model's and the benchmarks' datasets'
-    config files."""
+    """What the report's provenance reads: the resolved params of the base model and of the
+    benchmarks' datasets, brought up to date as for their own stages."""
     from vlrl.reporting.provenance import inputs
 
     cfg = experiment(wildcards.exp)
     datasets = [benchmarks.load_benchmark(bench).dataset for bench in cfg.benchmarks]
-    return inputs(cfg.base_model, [name for name in datasets if name is not None])
+    datasets = [name for name in datasets if name is not None]
+    resolve.ensure("base_model", cfg.base_model)
+    for name in datasets:
+        resolve.ensure("download", name)
+    return inputs(cfg.base_model, datasets)
 
 
 def get_reports(wildcards):

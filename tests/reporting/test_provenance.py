@@ -12,6 +12,7 @@ from vlrl.config import load_experiment
 from vlrl.reporting import provenance
 from vlrl.reporting.frames import Evaluation
 from vlrl.stages import report
+from vlrl.workflow import resolve
 
 REPO = Path(__file__).resolve().parents[2]
 TIME = re.compile(r"\d{1,2}:\d{2}(:\d{2})?|\b20\d{2}-\d{2}-\d{2}\b")
@@ -21,7 +22,15 @@ def _collect(project: Path, benches=("shapes_test", "refcoco_val")) -> dict:
     shutil.copytree(REPO / "envs", project / "envs")
     cfg = load_experiment("tiny_shapes", [f"benchmarks=[{', '.join(benches)}]"])
     evaluations = [Evaluation(b, load_benchmark(b), {}) for b in benches]
+    _resolve(cfg.base_model, [e.config.dataset for e in evaluations if e.config.dataset])
     return provenance.collect("tiny_shapes", cfg, report.READS, evaluations)
+
+
+def _resolve(model: str, datasets: list[str]) -> None:
+    """Write the params files the provenance reads (the rule's input function does)."""
+    resolve.ensure("base_model", model)
+    for name in datasets:
+        resolve.ensure("download", name)
 
 
 def _strings(tree) -> list[str]:
@@ -62,6 +71,7 @@ def test_model_data_libraries_and_code(project):
     assert re.fullmatch(r"[0-9a-f]{64}", found["code"]["sha256"])
     assert found["config"]["score"]["confidence"] == 0.95
     assert set(found["config"]) == set(report.READS)
+    _resolve("qwen2.5-vl-3b-instruct", [])
     assert (
         provenance.model_info("qwen2.5-vl-3b-instruct")["repo_id"] == "Qwen/Qwen2.5-VL-3B-Instruct"
     )
@@ -76,18 +86,20 @@ def test_the_fingerprint_follows_every_byte(tmp_path):
     assert provenance.fingerprint(["a.py", "b.j2"], tmp_path) != before
 
 
-def test_the_rule_inputs_are_relative_files_that_exist():
+def test_the_rule_inputs_are_the_resolved_params_of_model_and_datasets(project):
     found = provenance.inputs("tiny-qwen2.5-vl", ["refcoco", "refcoco", "mme"])
     assert found == [
-        "config/models/tiny-qwen2.5-vl.yaml",
-        "config/datasets/refcoco.yaml",
-        "config/datasets/mme.yaml",
+        "resources/params/tiny-qwen2.5-vl.yaml",
+        "resources/params/datasets/refcoco.yaml",
+        "resources/params/datasets/mme.yaml",
     ]
-    assert all((REPO / f).is_file() for f in found)
+    _resolve("tiny-qwen2.5-vl", ["refcoco", "mme"])
+    assert all((project / f).is_file() for f in found)
 
 
 def test_without_envs_the_pins_are_unknown(project):
     cfg = load_experiment("tiny_shapes")
+    _resolve(cfg.base_model, [])
     found = provenance.collect("tiny_shapes", cfg, report.READS, [])
     sft = [r for r in found["libraries"] if r["environment"].startswith("sft")]
     assert sft and all(r["version"] == "unknown (no envs/sft.txt)" for r in sft)

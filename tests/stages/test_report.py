@@ -19,6 +19,7 @@ from vlrl.config import load_experiment
 from vlrl.errors import StageError
 from vlrl.scoring.stats import paired_difference, proportion_ci
 from vlrl.stages import report, score
+from vlrl.workflow import resolve
 from vlrl.workflow.reads import RecordingConfig, undeclared
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,6 +83,7 @@ def project(project):
 
 def scored(overrides: list[str], benches=("shapes_test",)):
     cfg = load_experiment(EXP, [f"benchmarks=[{', '.join(benches)}]", *overrides])
+    resolve.ensure("base_model", cfg.base_model)  # the provenance reads it (resolve writes it)
     for bench in benches:
         for checkpoint in cfg.checkpoints:
             write_predictions(checkpoint, bench)

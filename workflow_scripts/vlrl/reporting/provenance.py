@@ -18,7 +18,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from vlrl import paths
+from vlrl.errors import StageError
 from vlrl.reporting.labels import label
 from vlrl.workflow import stage_deps
 
@@ -45,19 +48,28 @@ _PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==([^\s;#]+)")
 
 def inputs(base_model: str, datasets: list[str]) -> list[str]:
     """Files the provenance reads besides the scores (rule inputs, relative to the root): the
-    base model's and the datasets' config files.
+    resolved params of the base model and of the datasets (the values base_model and download
+    read, so an edit of a description reruns nothing, a new revision reruns the report).
 
     The pinned environments (envs/*.txt) are inputs of no stage: like every stage's results, the
     library versions are the commit's (a pin change means rerunning the pipeline).
 
     >>> inputs("tiny-qwen2.5-vl", ["refcoco", "refcoco"])
-    ['config/models/tiny-qwen2.5-vl.yaml', 'config/datasets/refcoco.yaml']
+    ['resources/params/tiny-qwen2.5-vl.yaml', 'resources/params/datasets/refcoco.yaml']
     """
     files = [
-        Path("config", "models", f"{base_model}.yaml"),
-        *(Path("config", "datasets", f"{name}.yaml") for name in dict.fromkeys(datasets)),
+        paths.model_params_file(base_model),
+        *(paths.dataset_params_file(name) for name in dict.fromkeys(datasets)),
     ]
     return [f.as_posix() for f in files]
+
+
+def _params(path: Path) -> dict[str, Any]:
+    """A resolved params file (written by vlrl resolve before any stage runs)."""
+    full = paths.root() / path
+    if not full.is_file():
+        raise StageError(f"report: {path} does not exist; run `vlrl resolve` (dvc repro does)")
+    return yaml.safe_load(full.read_text()) or {}
 
 
 def _plain(value: Any) -> Any:
@@ -88,20 +100,17 @@ def resolved(cfg: Any, keys: tuple[str, ...]) -> dict[str, Any]:
 
 def model_info(name: str) -> dict[str, Any]:
     """The base model: how it is built, and for a hub model its repository and revision."""
-    from vlrl.config import load_model
-
-    model = load_model(name)
-    if model.builder == "hf" and model.hf is not None:
-        return {"name": name, "source": "hub", "repo_id": model.hf.repo_id,
-                "revision": model.hf.revision}  # fmt: skip
+    model = _params(paths.model_params_file(name))
+    hub = model.get("hf") or {}
+    if model.get("builder") == "hf" and hub:
+        return {"name": name, "source": "hub", "repo_id": hub.get("repo_id"),
+                "revision": hub.get("revision")}  # fmt: skip
     return {"name": name, "source": "built locally (builder: tiny, random init)",
             "repo_id": None, "revision": None}  # fmt: skip
 
 
 def data_info(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
     """Per benchmark: the dataset its items come from, with its hub repository and revision."""
-    from vlrl.config import load_dataset
-
     rows = []
     for ev in evaluations:
         bench = ev.config
@@ -111,8 +120,8 @@ def data_info(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
         if bench.dataset is None:
             row["dataset"] = f"the experiment's own data ({bench.split} split of the data stage)"
         else:
-            dataset = load_dataset(bench.dataset)
-            row.update(repo_id=dataset.repo_id, revision=dataset.revision)
+            dataset = _params(paths.dataset_params_file(bench.dataset))
+            row.update(repo_id=dataset.get("repo_id"), revision=dataset.get("revision"))
         rows.append(row)
     return rows
 
