@@ -120,7 +120,7 @@ def endpoint(endpoint_server):
 # The longest test file first: under `--dist loadfile` each file runs on one worker, so starting
 # it first lets the other files run beside it instead of after it. Not every long file first:
 # that pairs the multi-process pipeline tests with each other (docs/performance.md).
-LONGEST_FIRST = ("tests/pipeline/test_invalidation.py",)
+LONGEST_FIRST = ("tests/pipeline/test_invalidation.py", "tests/algorithms/test_recipes.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
