@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from vlrl import benchmarks, paths
+from vlrl.config import processes_per_node
 from vlrl.workflow import resolve
 from vlrl.workflow.check import load_checked
 from vlrl.workflow.stage_deps import code_files, declared_reads
@@ -71,16 +72,45 @@ def handover_to_dvc(jobs):
 
 def training_threads(stage):
     """Cores a training job of ``stage`` holds: the experiment's cpu_threads (else all cores)
-    per data-parallel process (``<stage>.processes``).
+    per process of a node (one per GPU, else ``<stage>.processes``).
 
     With cpu_threads pinned, `snakemake --cores N` runs jobs side by side up to N cores.
     """
 
     def threads(wildcards):
         cfg = experiment(wildcards.exp)
-        return (cfg.cpu_threads or workflow.cores) * getattr(cfg, stage).processes
+        processes = processes_per_node(getattr(cfg.resources, stage), getattr(cfg, stage).processes)
+        return (cfg.cpu_threads or workflow.cores) * processes
 
     return threads
+
+
+def stage_resources(stage):
+    """The resources of a job of ``stage``: the experiment's ``resources.<stage>``, in the names
+    snakemake-executor-plugin-slurm turns into sbatch options (the profile adds partition and
+    account). Unset values (None) fall away: ``cpus`` then defaults to the job's threads.
+
+    GPUs are asked per node (``gres: gpu:N``). A job on several nodes runs the stage on its
+    first node outside a job step (``mpi``, one task per node), and the stage starts one
+    launcher per node with srun (vlrl.distributed).
+    """
+
+    def need(wildcards):
+        return getattr(experiment(wildcards.exp).resources, stage)
+
+    def multi_node(value):
+        return lambda wildcards: value if need(wildcards).nodes > 1 else None
+
+    return {
+        "nodes": lambda wildcards: need(wildcards).nodes,
+        "mem_mb": lambda wildcards: need(wildcards).mem_mb,
+        "runtime": lambda wildcards: need(wildcards).runtime,
+        "cpus_per_task": lambda wildcards: need(wildcards).cpus,
+        "gres": lambda wildcards: f"gpu:{need(wildcards).gpus}" if need(wildcards).gpus else None,
+        "mpi": multi_node("srun"),
+        "tasks": lambda wildcards: need(wildcards).nodes if need(wildcards).nodes > 1 else None,
+        "tasks_per_gpu": multi_node(0),  # the plugin would otherwise read tasks per GPU
+    }
 
 
 def infer_threads(wildcards):

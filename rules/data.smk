@@ -12,5 +12,7 @@ rule data:
     conda:
         "../envs/main.yaml"
     threads: 1
+    resources:
+        **stage_resources("data"),
     shell:
         "workflow_scripts/vlrl.sh data {wildcards.exp} > {log} 2>&1"

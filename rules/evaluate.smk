@@ -18,7 +18,7 @@ rule infer:
         "../envs/main.yaml"
     threads: infer_threads
     resources:
-        gpu=0,
+        **stage_resources("infer"),
     shell:
         "workflow_scripts/vlrl.sh infer {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"
 
@@ -36,5 +36,7 @@ rule score:
     conda:
         "../envs/main.yaml"
     threads: 1
+    resources:
+        **stage_resources("score"),
     shell:
         "workflow_scripts/vlrl.sh score {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"

@@ -18,7 +18,7 @@ rule grpo:
         "../envs/main.yaml"
     threads: training_threads("grpo")
     resources:
-        gpu=0,
+        **stage_resources("grpo"),
     shell:
         "workflow_scripts/vlrl.sh grpo {wildcards.exp} > {log} 2>&1"
 
@@ -37,5 +37,7 @@ rule merge:
     conda:
         "../envs/main.yaml"
     threads: 1
+    resources:
+        **stage_resources("merge"),
     shell:
         "workflow_scripts/vlrl.sh merge {wildcards.exp} > {log} 2>&1"

@@ -22,5 +22,7 @@ rule report:
     conda:
         "../envs/main.yaml"
     threads: 1
+    resources:
+        **stage_resources("report"),
     shell:
         "workflow_scripts/vlrl.sh report {wildcards.exp} > {log} 2>&1"

@@ -20,6 +20,6 @@ rule sft:
         "../envs/main.yaml"
     threads: training_threads("sft")
     resources:
-        gpu=0,
+        **stage_resources("sft"),
     shell:
         "workflow_scripts/vlrl.sh sft {wildcards.exp} > {log} 2>&1"

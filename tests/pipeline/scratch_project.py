@@ -30,6 +30,23 @@ COPY = (
 """What a clone of the working tree has at these places (results: the committed params.yaml and
 metrics.json of each experiment)."""
 
+SHRUNK_DEFAULT = {
+    "data.shapes.n_train": 48,
+    "data.shapes.n_val": 4,
+    "data.shapes.n_test": 12,
+    "sft.num_train_epochs": 1,
+    "sft.processes": 1,  # the DAG, not the training, is under test: no launcher start-up
+    "grpo.processes": 1,
+    "grpo.max_steps": 2,
+    "grpo.per_device_train_batch_size": 8,
+    "grpo.num_generations": 4,
+    "grpo.max_completion_length": 8,
+    "grpo.logging_steps": 1,
+    "infer.max_new_tokens": 8,
+}
+"""Values that shrink the default experiment (config/experiments/tiny_shapes.yaml) to a run of
+every stage in about a minute."""
+
 
 def clone_files() -> list[Path]:
     """The working tree's files a fresh clone would have: tracked or not ignored, under COPY."""

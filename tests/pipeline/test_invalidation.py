@@ -14,27 +14,13 @@ import re
 import pytest
 import yaml
 from plans import add_comment, assert_same_plan, dvc_plan, edited, snakemake_plan
-from scratch_project import Project
+from scratch_project import SHRUNK_DEFAULT, Project
 
 pytestmark = pytest.mark.slow
 
 EXP, BENCH, MODEL = "tiny_shapes", "shapes_test", "tiny-qwen2.5-vl"
 EXP_FILE = f"config/experiments/{EXP}.yaml"
 MODEL_FILE = f"config/models/{MODEL}.yaml"
-SHRUNK = {
-    "data.shapes.n_train": 48,
-    "data.shapes.n_val": 4,
-    "data.shapes.n_test": 12,
-    "sft.num_train_epochs": 1,
-    "sft.processes": 1,  # the plans, not the training, are under test: no launcher start-up
-    "grpo.processes": 1,
-    "grpo.max_steps": 2,
-    "grpo.per_device_train_batch_size": 8,
-    "grpo.num_generations": 4,
-    "grpo.max_completion_length": 8,
-    "grpo.logging_steps": 1,
-    "infer.max_new_tokens": 8,
-}
 EVALS = [f"{c}--{BENCH}" for c in ("base", "sft", "grpo")]
 INFER = [f"infer--{EXP}--{e}" for e in EVALS]
 SCORE = [f"score--{EXP}--{e}" for e in EVALS]
@@ -44,7 +30,7 @@ REPORT = [f"report--{EXP}"]
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Project:
     project = Project(tmp_path_factory.mktemp("invalidation"))
-    project.set_values(EXP_FILE, SHRUNK)
+    project.set_values(EXP_FILE, SHRUNK_DEFAULT)
     project.repro_log = project("dvc", "repro")
     return project
 

@@ -1,6 +1,7 @@
 """The LLM judge against a real OpenAI-compatible server (`transformers serve`, CPU).
 
-Two tiny text models are built here and served by one server (the model is chosen per request):
+Two tiny text models (``tests/text_models.py``) are served by one server (the model is chosen
+per request):
 
 - ``random``: a random-init Qwen2 with a small BPE tokenizer; its replies are garbage, so every
   verdict must be recorded as a failure, never as right or wrong;
@@ -30,6 +31,7 @@ from types import SimpleNamespace
 
 import pytest
 from endpoint_cases import CASES, OPTIONS, closed_port_url
+from text_models import build_text_models
 
 from vlrl import paths
 from vlrl.config import JudgeConfig, load_experiment
@@ -45,6 +47,7 @@ from vlrl.scoring.judge import (
 )
 from vlrl.scoring.judge_prompts import PROMPTS, JudgePrompt
 from vlrl.stages import score
+from vlrl.workflow.reads import RecordingConfig, undeclared
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
@@ -171,85 +174,6 @@ def test_unparsable_reply_is_no_verdict(endpoint, tmp_path):
 
 
 # ------------------------------------------------------------------------- a real server
-def _build_models(out: Path) -> dict[str, str]:
-    """Build the ``random`` and ``says1`` models (see the module docstring); ~5 s on CPU."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (
-        GenerationConfig,
-        PreTrainedTokenizerFast,
-        Qwen2Config,
-        Qwen2ForCausalLM,
-    )
-
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=320,
-        special_tokens=special,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    bpe.train_from_iterator([FREE_FORM.render("How many circles?", "3", "three")] * 4, trainer)
-    template = (
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
-        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=bpe,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=template,
-    )
-    eos, pad = tok.eos_token_id, tok.pad_token_id
-    config = Qwen2Config(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=4096,
-        bos_token_id=pad,
-        eos_token_id=eos,
-        pad_token_id=pad,
-        tie_word_embeddings=False,
-    )
-    generation = GenerationConfig(
-        do_sample=False, bos_token_id=pad, eos_token_id=eos, pad_token_id=pad
-    )
-    built = {}
-
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(config)
-    with torch.no_grad():  # never pick a special token: replies are visible garbage text
-        model.lm_head.weight[[tok.convert_tokens_to_ids(t) for t in special]] = 0.0
-    model.generation_config = generation
-    built["random"] = out / "random"
-    model.save_pretrained(built["random"])
-    tok.save_pretrained(built["random"])
-
-    one = tok.convert_tokens_to_ids("1")
-    with torch.no_grad():
-        for layer in model.model.layers:
-            layer.self_attn.o_proj.weight.zero_()
-            layer.mlp.down_proj.weight.zero_()
-        emb = torch.zeros_like(model.model.embed_tokens.weight)
-        emb[:, 0] = 1.0  # any token → "say 1"
-        emb[one] = 0.0
-        emb[one, 1] = 1.0  # after "1" → end the turn
-        model.model.embed_tokens.weight.copy_(emb)
-        model.model.norm.weight.fill_(1.0)
-        model.lm_head.weight.zero_()
-        model.lm_head.weight[one, 0] = 10.0
-        model.lm_head.weight[eos, 1] = 10.0
-    built["says1"] = out / "says1"
-    model.save_pretrained(built["says1"])
-    tok.save_pretrained(built["says1"])
-    return {name: str(path) for name, path in built.items()}
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -257,10 +181,16 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def text_models(tmp_path_factory) -> dict[str, str]:
+    """The ``random`` and ``says1`` models' directories (``tests/text_models.py``)."""
+    return build_text_models(tmp_path_factory.mktemp("judge-models"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, text_models):
     """A `transformers serve` process on 127.0.0.1 serving both models; stopped at teardown."""
     tmp = tmp_path_factory.mktemp("judge-server")
-    models = _build_models(tmp)
+    models = text_models
     exe = Path(sys.executable).with_name("transformers")
     assert exe.is_file(), f"{exe} missing: install transformers[serving] in this environment"
     port = _free_port()
@@ -447,6 +377,56 @@ def test_api_key_is_never_written(server, project, caplog, capfd):
     out, err = capfd.readouterr()
     assert SECRET not in caplog.text + out + err
     assert SECRET not in server.log.read_text()
+
+
+def _serving_processes(model: str) -> list[int]:
+    """Processes whose command line serves ``model``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # not a process, or gone meanwhile
+            continue
+        if b"serve" in argv and model.encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project):
+    """``score.judge.serve`` and no base_url: the stage starts ``transformers serve`` of the
+    model, judges through it, and leaves no server behind; the replies are cached under the
+    server's name, not its port, so another address of the same server finds them all."""
+    says1 = text_models["says1"]
+    serve = [f"score.judge.serve.model={says1}", "score.judge.serve.backend=transformers"]
+    cfg = load_experiment("tiny_shapes", [*serve, "score.judge.max_retries=1"])
+    assert cfg.score.judge.base_url is None and cfg.score.judge.model is None
+    seen: set[str] = set()
+    score.run("tiny_shapes", RecordingConfig(cfg, seen), "grpo", "shapes_test")
+    assert not undeclared(seen, score.READS)  # as the CLI checks it
+    assert not _serving_processes(says1)
+    data = _scores()
+    meta = data["judge"]
+    assert (meta["base_url"], meta["model"]) == (f"serve:transformers:{says1}", says1)
+    assert (meta["calls"], meta["failures"], meta["cache_hits"]) == (3, 0, 0)
+    judged = {item["id"]: item for item in data["items"] if item["method"] == "judge"}
+    assert set(judged) == RULE_WRONG_JUDGEABLE
+    assert all(item["correct"] == 1 and item["judge_reply"] == "1" for item in judged.values())
+    log_file = paths.server_log_dir("score", "tiny_shapes", "grpo", "shapes_test") / "judge.log"
+    assert (project / log_file).is_file()
+
+    # The same server at another port (here nothing listens there) answers from the cache.
+    elsewhere = load_experiment(
+        "tiny_shapes",
+        [
+            f"score.judge.base_url={closed_port_url()}",
+            f"score.judge.model={says1}",
+            f"score.judge.endpoint_id=serve:transformers:{says1}",
+            "score.judge.max_retries=0",
+        ],
+    )
+    score.run("tiny_shapes", elsewhere, "grpo", "shapes_test")
+    again = _scores()["judge"]
+    assert (again["calls"], again["cache_hits"], again["failures"]) == (0, 3, 0)
 
 
 # --------------------------------------------------- the stage with a misbehaving endpoint

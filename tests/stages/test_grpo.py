@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from vlrl import paths
 from vlrl.config import GRPOConfig, load_experiment
+from vlrl.distributed import STOP_AT_ENV
 from vlrl.errors import StageError
 from vlrl.records import read_records
 from vlrl.stages import grpo
@@ -207,6 +209,73 @@ def test_killed_run_resumes_from_its_last_checkpoint(
     summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
     assert summary["resumed_from"].endswith("checkpoint-1") and summary["steps"] == 2
     assert not checkpoints.exists()  # removed once the stage succeeded
+
+
+def _policy_bytes() -> bytes:
+    return (paths.grpo_dir("tiny_shapes") / paths.GRPO_FINAL / "model.safetensors").read_bytes()
+
+
+@pytest.mark.slow
+def test_a_run_stopped_before_its_time_limit_resumes_to_the_same_policy(
+    length_reward: str,
+    project: Path,
+    shapes_data: Path,
+    tiny_model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A job whose time limit is near saves a checkpoint after the step it is in and stops
+    (Slurm requeues it); the next run resumes there and ends with the policy an uninterrupted
+    run trains, bit for bit."""
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=3"]))
+    grpo.run("tiny_shapes", cfg)
+    uninterrupted = _policy_bytes()
+    shutil.rmtree(paths.grpo_dir("tiny_shapes"))
+
+    monkeypatch.setenv(STOP_AT_ENV, repr(time.time()))  # the limit is here: stop at once
+    with pytest.raises(StageError, match=r"stopped after step 1 of 3 .* rerun the stage"):
+        grpo.run("tiny_shapes", cfg)
+    checkpoints = paths.grpo_checkpoints_dir("tiny_shapes")
+    assert sorted(p.name for p in checkpoints.glob("checkpoint-*")) == ["checkpoint-1"]
+    assert not paths.grpo_dir("tiny_shapes").exists()  # nothing that looks finished
+
+    monkeypatch.delenv(STOP_AT_ENV)
+    grpo.run("tiny_shapes", cfg)
+    summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
+    assert summary["resumed_from"].endswith("checkpoint-1") and summary["steps"] == 3
+    assert _policy_bytes() == uninterrupted
+    assert not checkpoints.exists()
+
+
+@pytest.mark.slow
+def test_every_rank_stops_after_the_same_step(
+    project: Path, shapes_data: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two torchrun ranks agree on the step to stop after (all-reduced), so they save one
+    checkpoint together instead of waiting for each other for ever; the rerun resumes."""
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    cfg = load_experiment(
+        "tiny_shapes",
+        [
+            "sft.enabled=false",
+            "grpo.processes=2",
+            "grpo.max_steps=2",
+            "grpo.per_device_train_batch_size=2",
+            "grpo.num_generations=2",
+            "grpo.max_completion_length=8",
+        ],
+    )
+    monkeypatch.setenv(STOP_AT_ENV, repr(time.time()))
+    with pytest.raises(StageError, match="stopped after step 1 of 2"):
+        grpo.run("tiny_shapes", cfg)
+    checkpoints = paths.grpo_checkpoints_dir("tiny_shapes")
+    assert (checkpoints / "checkpoint-1").is_dir()
+    monkeypatch.delenv(STOP_AT_ENV)
+    grpo.run("tiny_shapes", cfg)
+    summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
+    assert summary["resumed_from"].endswith("checkpoint-1") and summary["steps"] == 2
 
 
 def test_checkpoints_of_another_config_are_cleared(tmp_path: Path) -> None:

@@ -174,8 +174,10 @@ def test_checkpoint_not_evaluated_is_an_error(project):
         (lambda text: text.replace('"numerical"', '"detection"', 1), r":4: no scoring rule"),
         (lambda text: text.replace('"checkpoint"', '"error": 1, "checkpoint"', 1), r":1: error"),
         (lambda text: "", r"has no predictions"),
+        # a file cut in the middle of its last line (a killed writer, a full disk)
+        (lambda text: text[: text.rindex("\n", 0, -1) + 30], r"shapes_test\.jsonl:10: not valid"),
     ],
-    ids=["bad-json", "duplicate-id", "missing-key", "unknown-type", "bad-error", "empty"],
+    ids=["bad-json", "duplicate-id", "missing-key", "unknown-type", "bad-error", "empty", "cut"],
 )
 def test_bad_predictions_name_the_line(project, mutate, match):
     path = write_predictions(ROWS)

@@ -55,12 +55,14 @@ def test_profiles_parse(profile):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_slurm_profile_requests_gpus_as_resources():
-    """GPUs through the `gpu` resource; the plugin rejects --gres/--gpus in slurm_extra."""
+def test_slurm_profile_leaves_the_sizes_to_the_experiments():
+    """A job's GPUs, nodes, memory and time come from the experiment's resources (rules), not
+    from the profile, which would override them for every experiment; GPUs never through
+    slurm_extra (the plugin rejects --gres/--gpus there)."""
     profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
     assert profile["executor"] == "slurm"
-    for rule in ("sft", "grpo", "infer"):
-        assert profile["set-resources"][rule]["gpu"] >= 1
+    assert "set-resources" not in profile and "set-threads" not in profile
+    assert profile["retries"] >= 1, "a GRPO job refused a requeue resumes in the retry"
     text = yaml.safe_dump(profile)
     assert "--gres" not in text and "--gpus" not in text
 

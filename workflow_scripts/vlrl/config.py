@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -285,15 +285,80 @@ SELF_REWARD_READERS = frozenset({"vision_sr1.visual", "vision_sr1.total"})
 
 
 # ---------------------------------------------------------------------------------- endpoints
+class ServeConfig(Section):
+    """A server the pipeline starts for the stage that needs it and stops after it, also when the
+    stage fails (:func:`vlrl.servers.serving`): ``vllm serve`` on GPUs, ``transformers serve`` on
+    CPU, on 127.0.0.1, run from the project root, logging under ``logs/``."""
+
+    model: str | None = Field(
+        None,
+        description="The model to serve: a local directory (relative to the project root, or "
+        "absolute) or a hub id (read from the local hub cache: the server runs with "
+        "HF_HUB_OFFLINE=1 unless the environment sets it). None (infer.openai only): the "
+        "checkpoint being evaluated.",
+    )
+    backend: Literal["auto", "transformers", "vllm"] = Field(
+        "auto",
+        description="auto: vllm when torch sees a CUDA device, else transformers (CPU).",
+    )
+    port: int | None = Field(
+        None, ge=1, le=65535, description="Port on 127.0.0.1 (None: a free one)."
+    )
+    startup_timeout_s: PositiveFloat = Field(
+        600.0, description="How long the server may take to answer /health (model load included)."
+    )
+    args: list[str] = Field(
+        default_factory=list,
+        description="Extra command-line arguments of the server, passed as they are (e.g. "
+        "[--dtype, bfloat16], or vllm's [--max-model-len, 8192]).",
+    )
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _numbers_as_text(cls, args: Any) -> Any:
+        """``[--max-model-len, 8192]`` as YAML reads it: numbers are arguments too."""
+        if isinstance(args, list):
+            return [
+                str(a) if isinstance(a, int | float) and not isinstance(a, bool) else a
+                for a in args
+            ]
+        return args
+
+
 class EndpointConfig(Section):
     """One OpenAI-compatible endpoint, as :class:`vlrl.endpoints.EndpointClient` calls it: the
     judge, the thinking reward model and the ``openai`` generation backend share these keys.
 
-    The key is read from ``os.environ[api_key_env]`` at call time and never stored.
+    Exactly one of ``base_url`` (a server that is running) and ``serve`` (one the pipeline starts
+    and stops, :func:`vlrl.servers.serving`) is set. The key is read from
+    ``os.environ[api_key_env]`` at call time and never stored.
+
+    >>> EndpointConfig(serve={"model": "resources/models/judge"}).base_url is None
+    True
     """
 
-    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://host:8000/v1.")
-    model: str = Field(description="Served model name.")
+    MODEL_FROM_STAGE: ClassVar[bool] = False
+    """Whether the consumer supplies the model when none is named (infer.openai: the checkpoint)."""
+
+    base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible base URL of a running server, e.g. http://host:8000/v1 "
+        "(or serve).",
+    )
+    serve: ServeConfig | None = Field(
+        None, description="A server the pipeline starts for the stage and stops after it."
+    )
+    endpoint_id: str | None = Field(
+        None,
+        description="What the reply cache and the scores file call this endpoint. None: base_url "
+        "without credentials; for a server started from serve the pipeline sets "
+        "serve:<backend>:<model>, so that its replies are found again whatever port it got.",
+    )
+    model: str | None = Field(
+        None,
+        description="Served model name (required with base_url; with serve, None: the served "
+        "model).",
+    )
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the key.")
     api_key_required: bool = Field(
         False,
@@ -313,11 +378,51 @@ class EndpointConfig(Section):
         description="Replies kept in the endpoint's cache; the least recently used go beyond it.",
     )
 
+    @model_validator(mode="after")
+    def _one_endpoint(self) -> EndpointConfig:
+        problems = []
+        if self.base_url is not None and self.serve is not None:
+            problems.append(
+                (
+                    "serve",
+                    "set either base_url (a running server) or serve (one the pipeline starts), "
+                    "not both",
+                )
+            )
+        elif self.base_url is None and self.serve is None:
+            problems.append(
+                (
+                    "base_url",
+                    "is not set: set base_url (a running server) or serve (one the pipeline "
+                    "starts, with serve.model)",
+                )
+            )
+        elif self.serve is not None:
+            if self.endpoint_id is not None:
+                problems.append(
+                    (
+                        "endpoint_id",
+                        "is set by the pipeline for a server it starts (serve:<backend>:<model>); "
+                        "leave it unset with serve",
+                    )
+                )
+            if self.serve.model is None and not self.MODEL_FROM_STAGE:
+                problems.append(("serve.model", "is not set: name the model to serve"))
+        elif self.model is None and not self.MODEL_FROM_STAGE:
+            problems.append(("model", "is not set: name the served model (base_url is set)"))
+        if problems:
+            raise KeyProblems(*problems)
+        return self
+
 
 class ThinkingRewardConfig(EndpointConfig):
     """Where SophiaVL's thinking reward model is served and how it is queried (§A3)."""
 
-    model: str = Field(description="Served model name (released: thinking-reward-model).")
+    model: str | None = Field(
+        None,
+        description="Served model name (released: thinking-reward-model); with serve, None: the "
+        "served model.",
+    )
     cache_dir: str | None = Field(None, description="Where replies are cached (None: nowhere).")
     on_failure: Literal["missing", "score_zero"] = Field(
         "missing",
@@ -429,6 +534,12 @@ class GRPOConfig(Section):
         True,
         description="Resume from the last checkpoint of an interrupted run of the same config.",
     )
+    stop_margin_s: NonNegativeInt = Field(
+        300,
+        description="How long before its Slurm job's time limit (resources.grpo.runtime) a run "
+        "stops and saves a checkpoint, besides two of its longest steps: enough to write one. "
+        "The job is then requeued and resumes.",
+    )
     image_max_pixels: PositiveInt = 112 * 112
     image_min_pixels: PositiveInt = 56 * 56
     use_vllm: bool = Field(False, description="Generate rollouts with vLLM (needs vllm, a GPU).")
@@ -506,7 +617,10 @@ class GRPOConfig(Section):
 
 # -------------------------------------------------------------------------------------- infer
 class OpenAIGenerationConfig(EndpointConfig):
-    """The server the ``openai`` generation backend asks (``vllm serve``, hosted APIs)."""
+    """The server the ``openai`` generation backend asks (``vllm serve``, hosted APIs); with
+    ``serve`` and no ``serve.model``, the pipeline serves the checkpoint being evaluated."""
+
+    MODEL_FROM_STAGE: ClassVar[bool] = True
 
     model: str | None = Field(
         None, description="Served model name (None: the checkpoint's model directory)."
@@ -555,7 +669,9 @@ class InferConfig(Section):
 class JudgeConfig(EndpointConfig):
     """An LLM judge behind any OpenAI-compatible endpoint. The key comes from the environment."""
 
-    model: str = Field(description="Served model name of the judge.")
+    model: str | None = Field(
+        None, description="Served model name of the judge (with serve, None: the served model)."
+    )
     mode: Literal["fallback", "always"] = Field(
         "fallback",
         description="fallback: judge only items the rules mark wrong; always: judge all.",
@@ -625,6 +741,72 @@ class ReportConfig(Section):
     gallery: Gallery = Field(default_factory=Gallery)
 
 
+# ---------------------------------------------------------------------------------- resources
+class StageResources(Section):
+    """What one job of a stage needs. On Slurm these become the job's sbatch request (the
+    profile adds only partition and account); run locally, ``gpus`` and ``nodes`` drive the
+    launch all the same: one training process per GPU, under torchrun.
+    """
+
+    gpus: NonNegativeInt = Field(
+        0,
+        description="GPUs per node (Slurm: --gres=gpu:N). Training runs one process per GPU; "
+        "0: CPU (sft.processes / grpo.processes set the CPU processes).",
+    )
+    nodes: PositiveInt = Field(
+        1,
+        description="Nodes of the job (sft and grpo only): more than one launches one torchrun "
+        "per node through srun, with the rendezvous on the first node.",
+    )
+    cpus: PositiveInt | None = Field(
+        None, description="CPUs per node (Slurm: --cpus-per-task). None: the job's threads."
+    )
+    mem_mb: PositiveInt = Field(4000, description="Memory per node in MB (Slurm: --mem).")
+    runtime: PositiveInt = Field(
+        60,
+        description="Time limit in minutes (Slurm: --time). GRPO stops before it, leaving a "
+        "checkpoint that the requeued job (or the rerun) resumes.",
+    )
+
+
+DISTRIBUTED_STAGES = ("sft", "grpo")
+"""The stages that may span GPUs and nodes (data-parallel training)."""
+
+
+class ResourcesConfig(Section):
+    """Resources per stage of the experiment (the shared base_model and download jobs take
+    the profile's defaults). The results depend on ``gpus`` and ``nodes`` of the training
+    stages (they set the process count), not on the rest."""
+
+    data: StageResources = Field(default_factory=StageResources)
+    sft: StageResources = Field(default_factory=StageResources)
+    grpo: StageResources = Field(default_factory=StageResources)
+    merge: StageResources = Field(default_factory=StageResources)
+    infer: StageResources = Field(default_factory=StageResources)
+    score: StageResources = Field(default_factory=StageResources)
+    report: StageResources = Field(default_factory=StageResources)
+
+    @model_validator(mode="after")
+    def _one_node_unless_training(self) -> ResourcesConfig:
+        problems = [
+            (f"{stage}.nodes", f"{stage} runs on one node; only {DISTRIBUTED_STAGES} span nodes")
+            for stage in type(self).model_fields
+            if stage not in DISTRIBUTED_STAGES and getattr(self, stage).nodes > 1
+        ]
+        if problems:
+            raise KeyProblems(*problems)
+        return self
+
+
+def processes_per_node(resources: StageResources, cpu_processes: int) -> int:
+    """Training processes per node: one per GPU, else ``cpu_processes`` (CPU data parallelism).
+
+    >>> processes_per_node(StageResources(gpus=8), 1), processes_per_node(StageResources(), 2)
+    (8, 2)
+    """
+    return resources.gpus or cpu_processes
+
+
 # --------------------------------------------------------------------------------- experiment
 PromptName = Annotated[str, Field(description="A prompt format from vlrl.prompts.PROMPTS.")]
 
@@ -658,6 +840,10 @@ class ExperimentConfig(Section):
     benchmarks: list[str] = Field(description="Benchmark names from config/benchmarks/.")
     score: ScoreConfig = Field(default_factory=ScoreConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+    resources: ResourcesConfig = Field(
+        default_factory=ResourcesConfig,
+        description="What each stage's job needs: GPUs, nodes, CPUs, memory, time limit.",
+    )
 
     # Field validators, not model validators: each runs even when another section is invalid,
     # so that one load reports every problem. Prompt, reward and benchmark names are checked one
@@ -696,6 +882,36 @@ class ExperimentConfig(Section):
         if problems:
             raise KeyProblems(*problems)
         return grpo
+
+    @field_validator("resources")
+    @classmethod
+    def _launch_agrees(cls, resources: ResourcesConfig, info: ValidationInfo) -> ResourcesConfig:
+        """With GPUs a training stage runs one process per GPU, so its CPU process count must be
+        left at 1. (GRPO's batch then holds whole groups on any number of processes: its check
+        per process, in GRPOConfig, carries over.)"""
+        problems = []
+        for stage in DISTRIBUTED_STAGES:
+            section, need = info.data.get(stage), getattr(resources, stage)
+            if section is not None and need.gpus and section.processes > 1:
+                problems.append(
+                    (
+                        f"{stage}.gpus",
+                        f"{need.gpus} GPUs run one process each; {stage}.processes "
+                        f"({section.processes}) sets CPU processes: leave it at 1",
+                    )
+                )
+        infer = info.data.get("infer")
+        if infer is not None and infer.backend == "hf" and resources.infer.gpus > 1:
+            problems.append(
+                (
+                    "infer.gpus",
+                    f"the hf backend generates on one GPU, not {resources.infer.gpus}; use "
+                    "infer.backend: vllm to spread a model over several",
+                )
+            )
+        if problems:
+            raise KeyProblems(*problems)
+        return resources
 
     @property
     def checkpoints(self) -> list[str]:

@@ -26,6 +26,12 @@ score_zero``, counted), the generation backend records the error in the predicti
 The API key is read from ``os.environ[cfg.api_key_env]`` at each batch, sent as a bearer token
 and never stored, logged or cached: replies and error texts are scrubbed of it (and of a
 password in the base URL) before anything else sees them.
+
+An endpoint is named, in the cache key, the cache entries and the metadata callers record, by
+:func:`endpoint_name`: its ``endpoint_id`` when set (``serve:<backend>:<model>`` for a server
+the pipeline started, :mod:`vlrl.servers`, whose port changes from run to run), else its
+``base_url`` without credentials. A config whose server is not started (``serve`` set,
+``base_url`` not) is refused: its requests would go nowhere it names.
 """
 
 from __future__ import annotations
@@ -128,6 +134,22 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def endpoint_name(cfg: EndpointConfig) -> str:
+    """What the cache and the records call ``cfg``'s endpoint: ``endpoint_id``, else the
+    redacted ``base_url``.
+
+    >>> from vlrl.config import EndpointConfig
+    >>> endpoint_name(EndpointConfig(base_url="http://u:pw@h:8000/v1", model="m"))
+    'http://h:8000/v1'
+    >>> endpoint_name(EndpointConfig(base_url="http://127.0.0.1:41234/v1", model="m",
+    ...                              endpoint_id="serve:transformers:m"))
+    'serve:transformers:m'
+    """
+    if cfg.endpoint_id is not None:
+        return cfg.endpoint_id
+    return redact_url(cfg.base_url) if cfg.base_url is not None else "(no base_url)"
+
+
 def scrub(text: str, secrets: Sequence[str | None]) -> str:
     """``text`` with every secret (of at least 4 characters) replaced by ``***``.
 
@@ -152,9 +174,10 @@ class EndpointCache:
     """Replies on disk, one JSON file per key (``<dir>/<key[:2]>/<key>.json``), at most
     ``max_entries`` of them.
 
-    Keys (:meth:`key`) hash the redacted endpoint URL, the model, the caller's prompt version
-    and the whole request body, so another server, model, prompt or decoding setting never sees
-    another's reply. Only usable replies are stored; failures never are.
+    Keys (:meth:`key`) hash the endpoint (its ``endpoint_id``, else its redacted URL), the model,
+    the caller's prompt version and the whole request body, so another server, model, prompt or
+    decoding setting never sees another's reply. Only usable replies are stored; failures never
+    are.
 
     Writes are atomic (a uniquely named temporary file renamed into place), so concurrent jobs
     sharing the directory never see a half-written entry; an unreadable entry is a miss. A hit
@@ -186,12 +209,24 @@ class EndpointCache:
         self._count: int | None = None  # entries on disk as this process last counted them
 
     @staticmethod
-    def key(base_url: str, model: str, prompt_version: str, body: dict[str, Any]) -> str:
-        """sha256 of the redacted endpoint URL, model, prompt version and request body (never
-        the API key)."""
+    def key(
+        base_url: str,
+        model: str,
+        prompt_version: str,
+        body: dict[str, Any],
+        endpoint_id: str | None = None,
+    ) -> str:
+        """sha256 of the endpoint (``endpoint_id``, else the redacted ``base_url``), model,
+        prompt version and request body (never the API key).
+
+        >>> body = {"model": "m", "messages": []}
+        >>> a = EndpointCache.key("http://127.0.0.1:4001/v1", "m", "v1", body, "serve:vllm:m")
+        >>> a == EndpointCache.key("http://127.0.0.1:4002/v1", "m", "v1", body, "serve:vllm:m")
+        True
+        """
         blob = json.dumps(
             {
-                "endpoint": redact_url(base_url).rstrip("/"),
+                "endpoint": endpoint_id or redact_url(base_url).rstrip("/"),
                 "model": model,
                 "prompt_version": prompt_version,
                 "body": body,
@@ -338,6 +373,11 @@ class EndpointClient:
         cache: EndpointCache | None = None,
         label: str = "endpoint",
     ) -> None:
+        if cfg.base_url is None:
+            raise ConfigError(
+                f"{label}: serve is set but its server is not started; run the calls inside "
+                "vlrl.servers.serving(...), which starts it and sets base_url"
+            )
         self.cfg = cfg
         self.prompt_version = prompt_version
         self.cache = cache
@@ -361,7 +401,7 @@ class EndpointClient:
     def metadata(self) -> dict[str, Any]:
         """Where the endpoint is and what was asked of it (never the key)."""
         return {
-            "base_url": redact_url(self.cfg.base_url),
+            "base_url": endpoint_name(self.cfg),
             "model": self.cfg.model,
             "prompt_version": self.prompt_version,
             **asdict(self.stats),
@@ -425,7 +465,11 @@ class EndpointClient:
 
     def _key(self, body: dict[str, Any]) -> str:
         return EndpointCache.key(
-            self.cfg.base_url, str(body.get("model")), self.prompt_version, body
+            self.cfg.base_url,
+            str(body.get("model")),
+            self.prompt_version,
+            body,
+            self.cfg.endpoint_id,
         )
 
     def _cached(self, body: dict[str, Any], parse: Callable[[str], T]) -> Answer[T] | None:
@@ -473,7 +517,7 @@ class EndpointClient:
             self.cache.put(
                 self._key(body),
                 {
-                    "endpoint": redact_url(self.cfg.base_url),
+                    "endpoint": endpoint_name(self.cfg),
                     "model": body.get("model"),
                     "prompt_version": self.prompt_version,
                     "reply": reply,

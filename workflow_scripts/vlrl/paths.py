@@ -137,3 +137,9 @@ def log_file(stage: str, *names: str) -> Path:
     """``logs/<stage>/<name>/.../<last>.log`` for one job of a stage."""
     *dirs, last = names
     return _rel("logs", stage, *dirs, f"{last}.log")
+
+
+def server_log_dir(stage: str, *names: str) -> Path:
+    """``logs/<stage>/<name>/.../<last>/``: the logs of the servers one job of a stage starts
+    (beside the job's own log, :func:`log_file`)."""
+    return _rel("logs", stage, *names)

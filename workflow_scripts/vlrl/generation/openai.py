@@ -5,7 +5,9 @@ Requests go through :class:`vlrl.endpoints.EndpointClient`: bounded concurrency,
 backoff, the key from ``$infer.openai.api_key_env``, replies cached under ``cache_dir`` when it
 is set. Images travel as base64 PNG data URLs. A request that fails for good comes back as a
 :class:`vlrl.endpoints.Failure`, which the infer stage records as the item's ``error``: it never
-becomes an empty or made-up response.
+becomes an empty or made-up response. With ``infer.openai.serve`` the infer stage starts the
+server for the generation (:func:`vlrl.servers.serving`) and passes this backend the started
+config.
 """
 
 from __future__ import annotations

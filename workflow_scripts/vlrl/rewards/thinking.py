@@ -19,6 +19,9 @@ Differences from the released client, which are deliberate:
 - Cache: replies with a parsed score are kept under ``cfg.cache_dir`` (at most
   ``cfg.cache_max_entries``; :class:`vlrl.endpoints.EndpointCache`), keyed by endpoint, model,
   :data:`CACHE_VERSION` and the request body. Failures are not cached.
+- A reward model with ``serve`` (no ``base_url``) is started by the grpo stage before training
+  (:func:`vlrl.servers.serving`), which hands this reward the started config; one that is not
+  started is refused (:class:`~vlrl.endpoints.EndpointClient`).
 
 The Trust-GRPO group logic (skip rule, querying only when the outcome score is ≥ 0.2, the trust
 weight, annealing; §A2) is not here: this callable scores every completion it is given.

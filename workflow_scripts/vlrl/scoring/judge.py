@@ -28,7 +28,7 @@ from typing import Any
 
 from vlrl import paths
 from vlrl.config import JudgeConfig
-from vlrl.endpoints import EndpointCache, EndpointClient, EndpointStats, Failure, redact_url
+from vlrl.endpoints import EndpointCache, EndpointClient, EndpointStats, Failure, endpoint_name
 from vlrl.scoring.judge_prompts import JudgePrompt, prompt_for
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ class Judge:
         versions = sorted(self.clients)
         return {
             "model": self.cfg.model,
-            "base_url": redact_url(self.cfg.base_url),
+            "base_url": endpoint_name(self.cfg),
             "mode": self.cfg.mode,
             "prompt_version": ", ".join(versions) if versions else "none",
             **self.params,

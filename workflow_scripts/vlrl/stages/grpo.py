@@ -12,12 +12,16 @@ The output holds only what the inputs determine: TRL's run times (``step_time``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import shlex
 import shutil
 import statistics
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +29,41 @@ from vlrl import paths
 from vlrl.algorithms import build_trainer
 from vlrl.config import THINKING_REWARD, ExperimentConfig, GRPOConfig
 from vlrl.data.convert import to_conversation
+from vlrl.distributed import (
+    STOP_AT_ENV,
+    Topology,
+    rendezvous_for,
+    requeue_job,
+    topology,
+    torchrun_command,
+)
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir, write_json
 from vlrl.launch import run_group
 from vlrl.prompts import get_prompt
 from vlrl.records import Record, read_records
 from vlrl.rewards import get_reward
+from vlrl.servers import serving
 from vlrl.threads import cpu_kernel_report
+from vlrl.timelimit import stop_time
 from vlrl.volatile import split_run_times
 
 log = logging.getLogger(__name__)
 
 #: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
-READS = ("seed", "cpu_threads", "cpu_kernels", "prompt", "base_model", "sft.enabled", "grpo")
+READS = (
+    "seed",
+    "cpu_threads",
+    "cpu_kernels",
+    "prompt",
+    "base_model",
+    "sft.enabled",
+    "grpo",
+    # They set the process count, which splits every batch (the rest of resources.grpo does not
+    # change the result).
+    "resources.grpo.gpus",
+    "resources.grpo.nodes",
+)
 
 FINGERPRINT = "vlrl_fingerprint.txt"
 # The vision tower in transformers 5.x Qwen2.5-VL (libraries.md §1, "Freezing the vision tower").
@@ -232,9 +258,12 @@ def fingerprint(exp: str, cfg: ExperimentConfig, start: Path) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def load_policy(model_dir: Path, cfg: GRPOConfig):
-    """Model and processor (left padding, the experiment's pixel budget).
+def load_policy(model_dir: Path, cfg: GRPOConfig, weights: Path | None = None):
+    """Model and processor (left padding, the experiment's pixel budget) of ``model_dir``, the
+    model's weights replaced by those of ``weights`` when given (a checkpoint to resume).
 
+    The model stays ``model_dir``'s (TRL builds the KL reference model from its path); every
+    weight of the checkpoint must match one of the model (strict load).
     With ``freeze_vision`` the vision tower (and its merger) get no gradient.
     """
     import torch
@@ -242,6 +271,10 @@ def load_policy(model_dir: Path, cfg: GRPOConfig):
 
     dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
     model = AutoModelForImageTextToText.from_pretrained(str(model_dir), dtype=dtype)
+    if weights is not None:
+        saved = AutoModelForImageTextToText.from_pretrained(str(weights), dtype=dtype)
+        model.load_state_dict(saved.state_dict())
+        del saved
     processor = AutoProcessor.from_pretrained(
         str(model_dir),
         padding_side="left",
@@ -303,8 +336,52 @@ def split_log_history(history: list[dict[str, Any]]) -> tuple[list[dict[str, Any
     return kept_rows, {"step_time": step_times, **totals}
 
 
+# ------------------------------------------------------------------ reward-model servers
+class _WithGRPO:
+    """``cfg`` with its grpo section replaced; every other key is read from ``cfg`` (so a
+    recording view, :mod:`vlrl.workflow.reads`, still records it)."""
+
+    def __init__(self, cfg: ExperimentConfig, grpo: GRPOConfig) -> None:
+        self._cfg, self.grpo = cfg, grpo
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cfg, name)
+
+
+@contextlib.contextmanager
+def served_reward_models(exp: str, cfg: ExperimentConfig) -> Iterator[ExperimentConfig]:
+    """``cfg`` with the reward-model servers the run calls started: ``grpo.reward_model`` when
+    ``sophiavl.thinking`` is a reward, ``grpo.trust.reward_model`` under trust_grpo, each when it
+    sets ``serve`` (:func:`vlrl.servers.serving`; logs in ``logs/grpo/<exp>/``). They run in this
+    process's care for the whole training, and the ranks get their addresses in their config
+    file; they are stopped when the block ends, also on failure."""
+    grpo = cfg.grpo
+    rm = grpo.reward_model if THINKING_REWARD in grpo.rewards else None
+    trust_rm = grpo.trust.reward_model if grpo.algorithm == "trust_grpo" and grpo.trust else None
+    rm = rm if rm is not None and rm.serve is not None else None
+    trust_rm = trust_rm if trust_rm is not None and trust_rm.serve is not None else None
+    if rm is None and trust_rm is None:
+        yield cfg
+        return
+    if cfg.resources.grpo.nodes > 1:
+        raise StageError(
+            "grpo: a reward model with serve runs on 127.0.0.1 of the first node, which the "
+            "other nodes' ranks cannot reach; with resources.grpo.nodes > 1 give its base_url"
+        )
+    log_dir = paths.server_log_dir("grpo", exp)
+    with contextlib.ExitStack() as stack:
+        update: dict[str, Any] = {}
+        if rm is not None:
+            update["reward_model"] = stack.enter_context(serving(rm, log_dir, "reward_model"))
+        if trust_rm is not None:
+            served = stack.enter_context(serving(trust_rm, log_dir, "trust.reward_model"))
+            update["trust"] = grpo.trust.model_copy(update={"reward_model": served})
+        yield _WithGRPO(cfg, grpo.model_copy(update=update))  # type: ignore[misc]
+
+
 def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
-    """Train ``results/<exp>/grpo`` with TRL GRPO, in ``grpo.processes`` processes.
+    """Train ``results/<exp>/grpo`` with TRL GRPO, in the processes of ``resources.grpo`` (one per
+    GPU, else ``grpo.processes`` on CPU; :mod:`vlrl.distributed`).
 
     Returns:
         The run times TRL logged (``step_time`` per logged step, ``train_runtime``, ...), which
@@ -322,11 +399,18 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     check_backends(cfg.grpo)
     checkpoints = paths.grpo_checkpoints_dir(exp)
     resume_from = resume_point(checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume)
-    with atomic_dir(paths.grpo_dir(exp)) as out:
-        if cfg.grpo.processes == 1:
-            times = train(exp, cfg, out, resume_from)
+    topo = topology(cfg.resources.grpo, cfg.grpo.processes)
+    stop_at = stop_time(cfg.grpo.stop_margin_s)
+    if stop_at is not None:
+        os.environ[STOP_AT_ENV] = repr(stop_at)  # the ranks read it too
+        log.info("grpo: stops to resume later %.0f s from now", stop_at - time.time())
+    with atomic_dir(paths.grpo_dir(exp)) as out, served_reward_models(exp, cfg) as run_cfg:
+        if topo.world_size == 1:
+            times = train(exp, run_cfg, out, resume_from)
         else:
-            times = train_in_ranks(exp, cfg, out, resume_from)
+            times = train_in_ranks(exp, run_cfg, topo, out, resume_from)
+        if "stopped_at" in times:
+            _stopped(times["stopped_at"], cfg.grpo.max_steps, checkpoints)
     shutil.rmtree(checkpoints, ignore_errors=True)
     steps = times["step_time"]
     log.info(
@@ -339,6 +423,21 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     return times
 
 
+def _stopped(step: int, max_steps: int, checkpoints: Path) -> None:
+    """After a run that stopped before its time limit: requeue the Slurm job (it restarts this
+    rule, which resumes), and fail this run, leaving no output."""
+    requeued = requeue_job()
+    raise StageError(
+        f"grpo: stopped after step {step} of {max_steps} before the job's time limit, with a "
+        f"checkpoint in {checkpoints}; "
+        + (
+            "the Slurm job is requeued and resumes from it"
+            if requeued
+            else "rerun the stage to resume from it"
+        )
+    )
+
+
 def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -> dict[str, Any]:
     """One training process: build the dataset, policy, rewards and trainer, train, and (on
     the main process) save the policy and ``train_summary.json`` into ``out``.
@@ -346,17 +445,26 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
     Under torchrun every rank runs this; accelerate reads the rank from the environment.
 
     Returns:
-        The run times of the log history (see :func:`split_log_history`).
+        The run times of the log history (see :func:`split_log_history`); only
+        ``{"stopped_at": step}`` when it stopped before its time limit (``$VLRL_STOP_AT``,
+        :mod:`vlrl.timelimit`), leaving a checkpoint instead of the policy.
     """
     from dvclive import Live
     from transformers import set_seed
+
+    from vlrl.timelimit import StopBeforeLimit
 
     start = paths.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
     data_dir = paths.data_dir(exp)
     set_seed(cfg.seed)
     records = select_tasks(read_records(data_dir / "train.jsonl"), cfg.grpo)
     dataset = build_dataset(records, data_dir, cfg)
-    model, processor = load_policy(start, cfg.grpo)
+    # Resuming a full fine-tune, the policy's weights come from the checkpoint through
+    # from_pretrained: the Trainer's own reload misses every weight of a Qwen2.5-VL checkpoint
+    # (it skips the key conversion from_pretrained applies, transformers#43701) and trains on
+    # from the start model's weights, with only a warning.
+    own_reload = resume_from is not None and not cfg.grpo.lora and not cfg.grpo.deepspeed
+    model, processor = load_policy(start, cfg.grpo, Path(resume_from) if own_reload else None)
     log.info("grpo: CPU kernels %s", cpu_kernel_report())
     rewards = reward_functions(cfg.grpo)
     log.info(
@@ -379,6 +487,10 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
             resume=False,
         )
         callbacks.append(dvclive_callback(live))
+    stopper = None
+    if os.environ.get(STOP_AT_ENV):
+        stopper = StopBeforeLimit(float(os.environ[STOP_AT_ENV]))
+        callbacks.append(stopper)
     trainer = build_trainer(
         cfg.grpo,
         model=model,
@@ -389,12 +501,16 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
         peft_config=peft_config(cfg.grpo),
         callbacks=callbacks,
     )
+    if own_reload:
+        trainer._load_from_checkpoint = lambda *args, **kwargs: None  # loaded above
     log.info(
         "grpo: %s, %d trainable parameters",
         cfg.grpo.algorithm,
         sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
     )
     result = trainer.train(resume_from_checkpoint=resume_from)
+    if stopper is not None and stopper.stopped_at is not None:
+        return {"stopped_at": stopper.stopped_at}
     final = out / paths.GRPO_FINAL
     trainer.save_model(str(final))  # on the main process only
     history, times = split_log_history(trainer.state.log_history)
@@ -421,9 +537,10 @@ RANK_TIMES = "vlrl_rank_times.json"
 
 
 def train_in_ranks(
-    exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None
+    exp: str, cfg: ExperimentConfig, topo: Topology, out: Path, resume_from: str | None
 ) -> dict[str, Any]:
-    """:func:`train` in ``cfg.grpo.processes`` processes under torchrun (gloo on CPU).
+    """:func:`train` in the processes of ``topo`` under torchrun (gloo on CPU, nccl on GPUs;
+    one torchrun per node through srun when it spans nodes, :mod:`vlrl.distributed`).
 
     The ranks get the config keys this stage declares (:data:`READS`, resolved, overrides
     included) as a file, and inherit this process's thread and kernel pins through the
@@ -434,20 +551,9 @@ def train_in_ranks(
     config_file.write_text(json.dumps(declared_config(cfg)))
     times_file = checkpoints / RANK_TIMES
     times_file.unlink(missing_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",  # one node, a free port
-        f"--nproc-per-node={cfg.grpo.processes}",
-        "-m",
-        __name__,
-        exp,
-        str(config_file),
-        str(out),
-        resume_from or "",
-    ]
-    log.info("grpo: %d processes: %s", cfg.grpo.processes, " ".join(cmd))
+    target = ["-m", __name__, exp, str(config_file), str(out), resume_from or ""]
+    cmd = torchrun_command(topo, target, rendezvous_for(topo))
+    log.info("grpo: %d processes: %s", topo.world_size, shlex.join(cmd))
     returncode = run_group(cmd, os.environ, stdout=sys.stderr)
     if returncode != 0:
         raise StageError(f"grpo: the training processes exited with {returncode} (see above)")
@@ -461,8 +567,10 @@ def declared_config(cfg: ExperimentConfig) -> dict[str, Any]:
 
     >>> from vlrl.config import load_experiment
     >>> tree = declared_config(load_experiment("tiny_shapes"))
-    >>> sorted(tree), sorted(tree["sft"])
-    (['base_model', 'cpu_kernels', 'cpu_threads', 'grpo', 'prompt', 'seed', 'sft'], ['enabled'])
+    >>> sorted(tree)
+    ['base_model', 'cpu_kernels', 'cpu_threads', 'grpo', 'prompt', 'resources', 'seed', 'sft']
+    >>> tree["sft"], tree["resources"]
+    ({'enabled': True}, {'grpo': {'gpus': 0, 'nodes': 1}})
     """
     tree: dict[str, Any] = {}
     for key in READS:

@@ -5,10 +5,16 @@ Writes ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl``, one
 atomically. A row's ``error`` is None, or says why the ``openai`` backend got no response for
 it after its retries (``response`` is then ""): such items are recorded as failed, and the
 score stage does not score them as answers.
+
+With ``infer.backend: openai`` and ``infer.openai.serve``, the server is started for the
+generation (:func:`vlrl.servers.serving`, serving ``serve.model`` or, when it is unset, the
+checkpoint being evaluated; its log in ``logs/infer/<exp>/<checkpoint>/<bench>/openai.log``) and
+stopped after it, also on failure; when every batch is already done, none is started.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -31,6 +37,7 @@ from vlrl.files import atomic_file
 from vlrl.generation import make_generator
 from vlrl.predictions import prediction_of, write_predictions
 from vlrl.prompts import get_prompt
+from vlrl.servers import serving
 from vlrl.threads import pin_cpu_threads
 
 log = logging.getLogger(__name__)
@@ -96,24 +103,31 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
         len(shards),
         f", resuming with {len(done)} batches done" if done else "",
     )
-    jobs = [
-        (
-            Shard(str(model_dir), infer_cfg, cfg.seed, cfg.cpu_threads, f"{checkpoint}/{bench}", i),
-            conversations,
-            images,
-            [b for b in range(a, stop, infer_cfg.batch_size) if b not in done],
-            partial,
-        )
-        for i, (a, stop) in enumerate(shards)
+    todo = [
+        [b for b in range(a, stop, infer_cfg.batch_size) if b not in done] for a, stop in shards
     ]
-    if len(jobs) == 1:
-        generate_shard(*jobs[0])
-    else:
-        # spawn, not fork: the parent may hold torch's thread pool; the children inherit the
-        # pinned kernel and thread variables through the environment. Leaving the block
-        # (also on an error or SIGTERM) terminates the workers.
-        with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
-            pool.starmap(generate_shard, jobs)
+    log_dir = paths.server_log_dir("infer", exp, checkpoint, bench)
+    with served_openai(infer_cfg, model_dir, log_dir, any(todo)) as gen_cfg:
+        jobs = [
+            (
+                Shard(
+                    str(model_dir), gen_cfg, cfg.seed, cfg.cpu_threads, f"{checkpoint}/{bench}", i
+                ),
+                conversations,
+                images,
+                starts,
+                partial,
+            )
+            for i, starts in enumerate(todo)
+        ]
+        if len(jobs) == 1:
+            generate_shard(*jobs[0])
+        else:
+            # spawn, not fork: the parent may hold torch's thread pool; the children inherit the
+            # pinned kernel and thread variables through the environment. Leaving the block
+            # (also on an error or SIGTERM) terminates the workers.
+            with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
+                pool.starmap(generate_shard, jobs)
     responses = partial.responses(len(items), infer_cfg.batch_size)
     failed = sum(not isinstance(r, str) for r in responses)
     if failed:
@@ -143,6 +157,21 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     write_predictions(out, predictions)
     partial.remove()
     log.info("infer: wrote %s", out)
+
+
+@contextlib.contextmanager
+def served_openai(cfg: InferConfig, model_dir: Path, log_dir: Path, needed: bool):
+    """``cfg`` with the ``openai`` backend's server started when it sets ``serve`` and
+    ``needed`` (there is something to generate); ``serve.model`` unset serves ``model_dir``."""
+    endpoint = cfg.openai
+    if cfg.backend != "openai" or endpoint is None or endpoint.serve is None or not needed:
+        yield cfg
+        return
+    if endpoint.serve.model is None:
+        serve = endpoint.serve.model_copy(update={"model": str(model_dir)})
+        endpoint = endpoint.model_copy(update={"serve": serve})
+    with serving(endpoint, log_dir, name="openai") as served:
+        yield cfg.model_copy(update={"openai": served})
 
 
 PARTIAL = ".partial"

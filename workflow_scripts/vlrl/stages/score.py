@@ -19,7 +19,10 @@ retries, or a reply that does not parse) is never a verdict: by default
 ``judge_error`` says why), left out of every accuracy and metric and counted in ``unscored``;
 ``error`` fails the stage naming the items; ``score_zero`` scores them 0 and counts them.
 Replies are cached in ``results/<exp>/judge_cache/`` as they arrive, so a rerun after a failure
-or a kill only asks about the items without a verdict.
+or a kill only asks about the items without a verdict. A judge with ``score.judge.serve`` is
+started for the judging (:func:`vlrl.servers.serving`; its log in
+``logs/score/<exp>/<checkpoint>/<bench>/judge.log``) and stopped after it, also on failure; with
+nothing to judge, none is started.
 
 A prediction the infer stage recorded as failed (its ``error`` is set: the ``openai`` backend got
 no response after its retries) is not an answer: neither the rules nor the judge see it. By
@@ -36,6 +39,7 @@ into ``metrics``; ``headline`` names the one tables lead with.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 
@@ -63,6 +67,7 @@ from vlrl.scoring.judge import NOT_JUDGED, Judge, judge_cache_dir, judge_request
 from vlrl.scoring.metrics import compute as compute_metrics
 from vlrl.scoring.rules import score_item
 from vlrl.scoring.stats import summarize
+from vlrl.servers import serving, unstarted
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +160,10 @@ def apply_judge(
     bench_cfg: BenchmarkConfig,
     predictions: list[Prediction],
     items: list[ScoredItem],
+    log_dir: Path | None = None,
 ) -> JudgeMetadata:
-    """Ask the judge about the selected items, update them in place; the judge metadata."""
+    """Ask the judge about the selected items, update them in place; the judge metadata. A
+    judge to serve is started for it, its log in ``log_dir`` (default: ``logs/score/<exp>``)."""
     judge_cfg = cfg.score.judge
     assert judge_cfg is not None
     protocol = bench_cfg.judge
@@ -169,31 +176,37 @@ def apply_judge(
         and item.method != "failed"
         and (mode == "always" or item.correct == 0)
     ]
-    judge = Judge(judge_cfg.model_copy(update={"mode": mode}), judge_cache_dir(exp))
-    log.info(
-        "score: judge %s (mode %s%s): %d of %d items",
-        judge_cfg.model,
-        mode,
-        f", prompt {prompt}" if prompt else "",
-        len(chosen),
-        len(items),
-    )
     requests = [
         judge_request(
             p.id, p.problem, p.answer, p.problem_type, p.options, candidate(p.response), prompt
         )
         for p in (predictions[i] for i in chosen)
     ]
-    with Progress(
-        TextColumn("judge"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=_console(),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("judge", total=len(requests))
-        outcomes = judge.judge(requests, progress=lambda: bar.advance(task))
+    server = (
+        serving(judge_cfg, log_dir or paths.server_log_dir("score", exp), name="judge")
+        if requests
+        else contextlib.nullcontext(unstarted(judge_cfg))  # nothing to ask: no server
+    )
+    with server as served:
+        judge = Judge(served.model_copy(update={"mode": mode}), judge_cache_dir(exp))
+        log.info(
+            "score: judge %s (mode %s%s): %d of %d items",
+            served.model,
+            mode,
+            f", prompt {prompt}" if prompt else "",
+            len(chosen),
+            len(items),
+        )
+        with Progress(
+            TextColumn("judge"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=_console(),
+            transient=True,
+        ) as bar:
+            task = bar.add_task("judge", total=len(requests))
+            outcomes = judge.judge(requests, progress=lambda: bar.advance(task))
 
     flipped = 0
     for i, outcome in zip(chosen, outcomes, strict=True):
@@ -290,7 +303,14 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     log.info("score: rules: accuracy %.1f%%", 100 * rule_acc)
 
     judge_meta = (
-        apply_judge(exp, cfg, bench_cfg, predictions, items)
+        apply_judge(
+            exp,
+            cfg,
+            bench_cfg,
+            predictions,
+            items,
+            paths.server_log_dir("score", exp, checkpoint, bench),
+        )
         if cfg.score.judge is not None
         else None
     )

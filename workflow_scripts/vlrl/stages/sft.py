@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ import yaml
 from vlrl import paths
 from vlrl.config import ExperimentConfig, SFTConfig
 from vlrl.data.convert import SHAREGPT_DATASET_INFO, to_sharegpt
+from vlrl.distributed import llamafactory_command, rendezvous_for, topology
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir
 from vlrl.launch import run_group
@@ -40,7 +42,18 @@ from vlrl.volatile import split_run_times
 log = logging.getLogger(__name__)
 
 #: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
-READS = ("seed", "cpu_threads", "cpu_kernels", "prompt", "base_model", "sft")
+READS = (
+    "seed",
+    "cpu_threads",
+    "cpu_kernels",
+    "prompt",
+    "base_model",
+    "sft",
+    # They set the process count, which splits every batch (the rest of resources.sft does not
+    # change the result).
+    "resources.sft.gpus",
+    "resources.sft.nodes",
+)
 
 DATASET_NAME = "vlrl_train"
 WORK = "vlrl_sft"
@@ -187,11 +200,20 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         args = train_args(cfg.sft, model_dir, final / WORK, final, cfg.seed, media_dir=data_dir)
         (work / "train.yaml").write_text(yaml.safe_dump(args, sort_keys=False))
         overrides = [f"output_dir={out}", f"dataset_dir={work}"]
+        topo = topology(cfg.resources.sft, cfg.sft.processes)
+        cmd, launch_env = llamafactory_command(
+            topo,
+            cli,
+            ["train", str(work / "train.yaml"), *overrides],
+            rendezvous_for(topo),
+            os.environ.get("PATH", ""),
+        )
         log.info(
-            "sft: %d samples, %s epochs, %d process(es) → llamafactory-cli train",
+            "sft: %d samples, %s epochs, %d process(es): %s",
             len(rows),
             cfg.sft.num_train_epochs,
-            cfg.sft.processes,
+            topo.world_size,
+            shlex.join(cmd),
         )
         env = {
             **os.environ,
@@ -200,13 +222,11 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
             "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
             "PYTHONUNBUFFERED": "1",
         }
-        env.update(distributed_env(cfg.sft.processes, cli, env.get("PATH", "")))
+        env.update(launch_env)
         kernels = {k: env[k] for k in (*PORTABLE_KERNELS, *MACHINE_KERNEL_VARIABLES) if k in env}
         log.info("sft: CPU kernel settings passed to LLaMA-Factory: %s", kernels or "none")
         # Its own process group: torchrun's workers are stopped with it if the stage is killed.
-        returncode = run_group(
-            [cli, "train", str(work / "train.yaml"), *overrides], env=env, stdout=sys.stderr
-        )
+        returncode = run_group(cmd, env=env, stdout=sys.stderr)
         if returncode != 0:
             raise StageError(
                 f"sft: llamafactory-cli train exited with {returncode} (see the log above)"
@@ -218,30 +238,6 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         log.info("sft: run times (kept out of %s): %s", final, json.dumps(times))
     log.info("sft: wrote %s", final)
     return times
-
-
-def distributed_env(processes: int, cli: str, path: str) -> dict[str, str]:
-    """LLaMA-Factory's launcher variables for ``processes`` data-parallel processes.
-
-    One process needs none (LLaMA-Factory then decides by the GPUs it sees). More go through
-    torchrun, which LLaMA-Factory finds on PATH beside ``cli``; it picks a free port itself.
-
-    >>> distributed_env(1, "/env/bin/llamafactory-cli", "/usr/bin")
-    {}
-    >>> env = distributed_env(2, "/env/bin/llamafactory-cli", "/usr/bin")
-    >>> env["NPROC_PER_NODE"], env["PATH"]
-    ('2', '/env/bin:/usr/bin')
-    """
-    if processes == 1:
-        return {}
-    return {
-        "FORCE_TORCHRUN": "1",
-        "NNODES": "1",
-        "NODE_RANK": "0",
-        "NPROC_PER_NODE": str(processes),
-        "MASTER_ADDR": "127.0.0.1",
-        "PATH": os.pathsep.join(filter(None, (str(Path(cli).parent), path))),
-    }
 
 
 def _write_json(path: Path, obj: Any) -> None:

@@ -13,7 +13,7 @@ import io
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,9 @@ class Job:
     params: dict[str, Any]
     shellcmd: str
     directories: frozenset[str]
+    resources: dict[str, Any] = field(default_factory=dict)
+    """What the job asks the scheduler for (Snakemake's resources, e.g. ``nodes``, ``gres``,
+    ``mem_mb``, ``runtime``; ``_cores`` is its threads)."""
 
 
 @contextlib.contextmanager
@@ -138,4 +141,5 @@ def _job(job: Any) -> Job:
         params=dict(job.params.items()),
         shellcmd=job.shellcmd or "",
         directories=frozenset(str(f) for f in job.output if f.is_directory),
+        resources=dict(job.resources.items()),
     )

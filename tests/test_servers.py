@@ -1,0 +1,274 @@
+"""Servers the pipeline starts (``vlrl.servers``): the command, a real ``transformers serve`` of a
+tiny model (``tests/text_models.py``) answering through the endpoint client, its process group
+gone after the ``with`` block (also when the block raises), a server that dies at once or is not
+ready in time, the cache identity that does not depend on the port, and two of its consumers:
+the grpo stage's reward model (the ranks' config carries the started address) and the infer
+stage's ``openai`` backend (serving the checkpoint). The score stage's judge:
+``tests/scoring/test_judge.py``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from text_models import build_text_models
+
+from vlrl.config import (
+    EndpointConfig,
+    ExperimentConfig,
+    InferConfig,
+    JudgeConfig,
+    ServeConfig,
+    load_experiment,
+)
+from vlrl.endpoints import EndpointCache, EndpointClient, endpoint_name
+from vlrl.errors import ConfigError, StageError
+from vlrl.generation.openai import OpenAIGenerator
+from vlrl.servers import free_port, plan, serve_command, serving, unstarted
+from vlrl.stages import grpo
+from vlrl.stages.infer import served_openai
+from vlrl.workflow.reads import RecordingConfig, undeclared
+
+MODEL = "models/says1"
+"""The served model, relative to the project root (the server runs there)."""
+ASK = {"messages": [{"role": "user", "content": "Is it right?"}], "max_tokens": 4}
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """A project root holding ``models/random`` and ``models/says1``."""
+    out = tmp_path_factory.mktemp("served-project")
+    build_text_models(out / "models")
+    return out
+
+
+@pytest.fixture
+def served_root(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The models' project root as the current directory and ``$VLRL_ROOT``."""
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("VLRL_ROOT", str(root))
+    return root
+
+
+def _cfg(**serve) -> JudgeConfig:
+    return JudgeConfig(serve={"model": MODEL, "backend": "transformers", **serve}, max_retries=0)
+
+
+def _groups(port: int) -> set[int]:
+    """Process groups of the processes whose command line serves on ``port``."""
+    groups = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"serve" in argv and str(port).encode() in argv:
+                groups.add(os.getpgid(int(entry.name)))
+        except (OSError, ProcessLookupError):
+            continue  # exited meanwhile
+    return groups
+
+
+def _gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _port(cfg: EndpointConfig) -> int:
+    return int(cfg.base_url.rsplit(":", 1)[1].split("/")[0])
+
+
+# ------------------------------------------------------------------------------- no server
+def test_serve_command_for_both_backends():
+    cpu = serve_command(ServeConfig(model="models/judge", args=["--dtype", "float32"]), 8123, False)
+    assert Path(cpu[0]).name == "transformers"
+    assert cpu[1:] == [
+        "serve",
+        "models/judge",
+        "--device",
+        "cpu",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--dtype",
+        "float32",
+    ]
+    gpu = serve_command(ServeConfig(model="org/judge"), 8000, gpu=True, served_name="judge")
+    assert Path(gpu[0]).name == "vllm"
+    assert gpu[1:] == [
+        "serve",
+        "org/judge",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8000",
+        "--served-model-name",
+        "judge",
+    ]
+    # The backend, when named, wins over the device; transformers serve then uses the GPU.
+    on_gpu = serve_command(ServeConfig(model="m", backend="transformers"), 1, gpu=True)
+    assert Path(on_gpu[0]).name == "transformers" and on_gpu[3:5] == ["--device", "cuda"]
+    assert Path(serve_command(ServeConfig(model="m", backend="vllm"), 1, False)[0]).name == "vllm"
+    # YAML reads [--max-model-len, 8192] with a number in it: it is passed as text.
+    assert ServeConfig(model="m", args=["--max-len", 8192]).args == ["--max-len", "8192"]
+
+
+def test_plan_names_the_served_model():
+    assert plan(_cfg(), gpu=False).model == MODEL
+    assert plan(_cfg(), gpu=False).endpoint_id == f"serve:transformers:{MODEL}"
+    # vllm serves under the endpoint's model name, or the model itself.
+    named = JudgeConfig(serve={"model": "org/big"}, model="judge")
+    assert plan(named, gpu=True).endpoint_id == "serve:vllm:judge"
+    assert plan(JudgeConfig(serve={"model": "org/big"}), gpu=True).model == "org/big"
+    # transformers serve answers only requests naming its model: another name is an error.
+    with pytest.raises(ConfigError, match=r"transformers serve names its model by serve\.model"):
+        plan(named, gpu=False)
+
+
+def test_a_config_with_base_url_is_used_as_it_is(tmp_path):
+    cfg = JudgeConfig(base_url="http://127.0.0.1:1/v1", model="m")
+    with serving(cfg, tmp_path / "logs") as same:
+        assert same is cfg
+    assert unstarted(cfg) is cfg
+    assert not (tmp_path / "logs").exists()
+
+
+def test_an_unstarted_server_is_never_called():
+    with pytest.raises(ConfigError, match="serve is set but its server is not started"):
+        EndpointClient(unstarted(_cfg()), "v1")
+
+
+def test_the_cache_identity_does_not_depend_on_the_port():
+    """Two runs of one managed server on two ports name it alike; a base_url endpoint is named
+    by its URL, as before."""
+    named = unstarted(_cfg())
+    first, second = (
+        named.model_copy(update={"base_url": f"http://127.0.0.1:{port}/v1"})
+        for port in (41001, 41002)
+    )
+    body = {"model": named.model, **ASK}
+    keys = [EndpointClient(cfg, "v1")._key(body) for cfg in (first, second)]
+    assert keys[0] == keys[1]
+    assert endpoint_name(first) == endpoint_name(second) == f"serve:transformers:{MODEL}"
+    plain = JudgeConfig(base_url=first.base_url, model=named.model)
+    assert EndpointClient(plain, "v1")._key(body) != keys[0]
+    assert EndpointClient(plain, "v1")._key(body) == EndpointCache.key(
+        first.base_url, named.model, "v1", body
+    )
+
+
+def test_a_configured_port_in_use_is_refused(served_root, tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        refused = pytest.raises(StageError, match=rf"serve\.port {port} on 127\.0\.0\.1 is in use")
+        with refused, serving(_cfg(port=port), tmp_path):
+            pass
+
+
+# ------------------------------------------------------------------------- a real server
+def test_a_served_model_answers_and_is_stopped_after_the_block(served_root, tmp_path, caplog):
+    cache = EndpointCache(tmp_path / "cache")
+    logs = caplog.at_level(logging.INFO, logger="vlrl.servers")
+    with logs, serving(_cfg(), tmp_path / "logs", name="judge") as served:
+        port = _port(served)
+        assert served.base_url == f"http://127.0.0.1:{port}/v1" and served.serve is None
+        assert (served.model, served.endpoint_id) == (MODEL, f"serve:transformers:{MODEL}")
+        groups = _groups(port)
+        assert len(groups) == 1 and os.getpgrp() not in groups  # its own process group
+        client = EndpointClient(served, "v1", cache, label="judge")
+        [answer] = client.complete([{"model": served.model, **ASK}])
+        assert answer.text == "1" and client.stats.calls == 1
+    assert all(_gone(group) for group in groups)
+    assert f"starting transformers serve at http://127.0.0.1:{port}/v1" in caplog.text
+    assert f"serve {MODEL} --device cpu --host 127.0.0.1 --port {port}" in caplog.text
+    assert (tmp_path / "logs" / "judge.log").is_file()
+    [entry] = list((tmp_path / "cache").rglob("*.json"))
+    assert f'"endpoint": "serve:transformers:{MODEL}"' in entry.read_text()  # not the port
+
+
+def test_the_server_is_stopped_when_the_block_raises(served_root, tmp_path):
+    port = free_port()  # a configured port, this time
+    with pytest.raises(KeyboardInterrupt), serving(_cfg(port=port), tmp_path) as served:
+        assert served.base_url == f"http://127.0.0.1:{port}/v1"
+        groups = _groups(port)
+        assert groups
+        raise KeyboardInterrupt
+    assert all(_gone(group) for group in groups)
+
+
+def test_a_server_that_exits_at_once_fails_fast_with_its_log(served_root, tmp_path):
+    cfg = _cfg(model="models/no-such-model")
+    started = time.monotonic()
+    with pytest.raises(StageError) as info, serving(cfg, tmp_path, name="judge"):
+        pytest.fail("the block must not run")
+    assert time.monotonic() - started < 60  # not the 600 s startup timeout
+    message = str(info.value)
+    assert message.startswith("judge: the server exited with status 1 before it answered")
+    assert "transformers serve models/no-such-model --device cpu" in message
+    assert f"last lines of {tmp_path / 'judge.log'}:" in message
+    tail = message.split("last lines of", 1)[1]
+    assert "OSError" in tail and "couldn't find them in the cached files" in tail  # why it died
+
+
+def test_a_server_not_ready_in_time_is_stopped(served_root, tmp_path):
+    late = pytest.raises(StageError, match=r"did not answer .*/health within 0\.5 s")
+    with late as info, serving(_cfg(startup_timeout_s=0.5), tmp_path):
+        pytest.fail("the block must not run")
+    port = int(str(info.value).split("--port ", 1)[1].split()[0])
+    assert not _groups(port)
+
+
+# ------------------------------------------------------------------------------ consumers
+def test_grpo_hands_the_started_reward_model_to_its_ranks(project, root, tmp_path):
+    """trust_grpo with ``reward_model.serve``: started before training, its address in the config
+    file the ranks validate, and stopped after."""
+    says1 = str(root / "models" / "says1")
+    served = f"grpo.trust.reward_model={{serve: {{model: {says1}, backend: transformers}}}}"
+    cfg = load_experiment("tiny_shapes_sophiavl", [served])
+    seen: set[str] = set()
+    with grpo.served_reward_models("tiny_shapes_sophiavl", RecordingConfig(cfg, seen)) as run_cfg:
+        started = run_cfg.grpo.trust.reward_model
+        assert started.base_url.startswith("http://127.0.0.1:") and started.serve is None
+        assert started.endpoint_id == f"serve:transformers:{says1}"
+        groups = _groups(_port(started))
+        # A rank's config: the experiment file, then the file train_in_ranks writes.
+        tree = load_experiment("tiny_shapes_sophiavl").model_dump(mode="json")
+        grpo._merge(tree, json.loads(json.dumps(grpo.declared_config(run_cfg))))
+        rank_rm = ExperimentConfig.model_validate(tree).grpo.trust.reward_model
+        assert rank_rm == started
+        [answer] = EndpointClient(rank_rm, "v1").complete([{"model": rank_rm.model, **ASK}])
+        assert answer.text == "1"
+    assert groups and all(_gone(group) for group in groups)
+    assert not undeclared(seen, grpo.READS)
+    assert (project / "logs/grpo/tiny_shapes_sophiavl/trust.reward_model.log").is_file()
+
+
+def test_infer_serves_the_checkpoint_when_serve_names_no_model(root, tmp_path):
+    checkpoint = root / "models" / "says1"
+    cfg = InferConfig(
+        backend="openai",
+        max_new_tokens=4,
+        openai={"serve": {"backend": "transformers"}, "max_retries": 0},
+    )
+    with served_openai(cfg, checkpoint, tmp_path, needed=False) as same:  # nothing to generate
+        assert same is cfg
+    assert not (tmp_path / "openai.log").exists()
+    with served_openai(cfg, checkpoint, tmp_path, needed=True) as started:
+        assert started.openai.model == str(checkpoint)
+        groups = _groups(_port(started.openai))
+        generator = OpenAIGenerator(str(checkpoint), started, seed=0)
+        conversation = [{"role": "user", "content": [{"type": "text", "text": "Is it right?"}]}]
+        assert generator.generate([conversation], [[]]) == ["1"]
+    assert groups and all(_gone(group) for group in groups)
+    assert (tmp_path / "openai.log").is_file()

@@ -1,0 +1,269 @@
+"""How a training stage launches its processes: in the stage's own process, under torchrun on
+one machine, or one torchrun per node of a Slurm job.
+
+The experiment says what a stage needs (``resources.<stage>``: GPUs per node, nodes); the same
+numbers size the Slurm job (rules/common.smk) and the launch here, so a recipe asks for 8 GPUs
+once and gets 8 processes whether it runs on a workstation or a cluster:
+
+- one process (CPU, or one GPU): the stage trains in its own process;
+- several on one node: ``torchrun --standalone --nproc-per-node=N`` (gloo on CPU, nccl on
+  GPUs, chosen by accelerate);
+- several nodes: the Slurm job runs the stage on its first node, which starts one launcher per
+  node with ``srun`` (one task per node, inside the job's allocation); torchrun's c10d
+  rendezvous on the first node joins them. LLaMA-Factory launches torchrun itself from its
+  ``NNODES`` / ``NODE_RANK`` / ``MASTER_ADDR`` variables, so each node's task sets its
+  ``NODE_RANK`` from ``SLURM_NODEID``.
+
+The commands are built by pure functions (tested for 1 GPU, 8 GPUs and 2 nodes x 8).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from vlrl.config import StageResources, processes_per_node
+from vlrl.errors import StageError
+
+RENDEZVOUS_PORTS = (29500, 39500)
+"""Ports the multi-node rendezvous uses: one per Slurm job id, so jobs sharing a node differ."""
+
+NODE_RANK_FROM_SLURM = 'NODE_RANK="$SLURM_NODEID" exec "$0" "$@"'
+"""The shell line each node's task runs LLaMA-Factory under: its node rank is Slurm's node id."""
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The processes of one training run: ``nodes`` x ``processes_per_node``."""
+
+    nodes: int = 1
+    processes_per_node: int = 1
+    gpus_per_node: int = 0
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.processes_per_node
+
+
+def topology(resources: StageResources, cpu_processes: int) -> Topology:
+    """The topology of a stage from its resources and its CPU process count.
+
+    >>> topology(StageResources(gpus=8, nodes=2), 1)
+    Topology(nodes=2, processes_per_node=8, gpus_per_node=8)
+    >>> topology(StageResources(), 2).world_size
+    2
+    """
+    return Topology(resources.nodes, processes_per_node(resources, cpu_processes), resources.gpus)
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the nodes of a multi-node run meet: the first node of the job, a port, a run id."""
+
+    host: str
+    port: int
+    run_id: str
+
+
+def rendezvous_port(job_id: str) -> int:
+    """The rendezvous port of Slurm job ``job_id``.
+
+    >>> rendezvous_port("1234"), rendezvous_port("41234")
+    (30734, 30734)
+    """
+    low, high = RENDEZVOUS_PORTS
+    return low + int(job_id) % (high - low)
+
+
+def slurm_hosts(env: Mapping[str, str] | None = None) -> list[str]:
+    """The host names of the Slurm job this process runs in, first node first.
+
+    The node list comes from ``SLURM_JOB_NODELIST`` or, where the job step's environment was
+    trimmed (Snakemake's job step keeps only ``SLURM_JOB_ID``), from ``squeue``; ``scontrol show
+    hostnames`` expands it.
+
+    Raises:
+        StageError: outside a Slurm job, or when Slurm's commands cannot say.
+    """
+    env = os.environ if env is None else env
+    job = env.get("SLURM_JOB_ID")
+    if not job:
+        raise StageError(
+            "this stage spans several nodes (resources.<stage>.nodes > 1), which needs a Slurm "
+            "job: SLURM_JOB_ID is not set. Run it with `snakemake --profile profiles/slurm`, "
+            "or set nodes: 1"
+        )
+    nodelist = env.get("SLURM_JOB_NODELIST") or _slurm(["squeue", "-h", "-j", job, "-o", "%N"])
+    hosts = _slurm(["scontrol", "show", "hostnames", nodelist.strip()]).split()
+    if not hosts:
+        raise StageError(f"Slurm job {job}: no node in its node list {nodelist!r}")
+    return hosts
+
+
+def _slurm(cmd: list[str]) -> str:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as err:
+        detail = getattr(err, "stderr", "") or err
+        raise StageError(f"`{' '.join(cmd)}` failed: {str(detail).strip()}") from err
+    return done.stdout
+
+
+def slurm_rendezvous(env: Mapping[str, str] | None = None) -> Rendezvous:
+    """The rendezvous of the Slurm job this process runs in (see :func:`slurm_hosts`)."""
+    env = os.environ if env is None else env
+    job = env.get("SLURM_JOB_ID", "")
+    return Rendezvous(slurm_hosts(env)[0], rendezvous_port(job) if job else 0, job)
+
+
+def rendezvous_for(topo: Topology) -> Rendezvous | None:
+    """The Slurm rendezvous when ``topo`` spans nodes, else None (one machine needs none)."""
+    return slurm_rendezvous() if topo.nodes > 1 else None
+
+
+def srun_per_node(topo: Topology, rdzv: Rendezvous) -> list[str]:
+    """``srun`` starting one task per node of the job (inside its allocation).
+
+    ``--overlap``: the step that runs the stage holds CPUs of the first node; ``--export=ALL``:
+    the tasks get the launch variables set here.
+
+    >>> srun_per_node(Topology(2, 8, 8), Rendezvous("gpu01", 30734, "1234"))[:5]
+    ['srun', '--jobid=1234', '--nodes=2', '--ntasks=2', '--ntasks-per-node=1']
+    """
+    return [
+        "srun",
+        f"--jobid={rdzv.run_id}",
+        f"--nodes={topo.nodes}",
+        f"--ntasks={topo.nodes}",
+        "--ntasks-per-node=1",
+        "--overlap",
+        "--kill-on-bad-exit=1",
+        "--export=ALL",
+    ]
+
+
+def torchrun_command(
+    topo: Topology,
+    target: Sequence[str],
+    rdzv: Rendezvous | None = None,
+    python: str = sys.executable,
+) -> list[str]:
+    """The command that runs ``target`` (``-m module args...`` or ``script args...``) in every
+    process of ``topo``.
+
+    >>> " ".join(torchrun_command(Topology(1, 8, 8), ["-m", "vlrl.stages.grpo"], python="py"))
+    'py -m torch.distributed.run --nproc-per-node=8 --standalone -m vlrl.stages.grpo'
+    >>> rdzv = Rendezvous("gpu01", 30734, "1234")
+    >>> cmd = torchrun_command(Topology(2, 8, 8), ["-m", "m"], rdzv, python="py")
+    >>> cmd[:3]  # srun: one launcher per node, meeting on gpu01
+    ['srun', '--jobid=1234', '--nodes=2']
+    >>> cmd[cmd.index("py") :][3:6]
+    ['--nproc-per-node=8', '--nnodes=2', '--rdzv-backend=c10d']
+    >>> cmd[-4:]
+    ['--rdzv-endpoint=gpu01:30734', '--rdzv-id=1234', '-m', 'm']
+    """
+    per_node = f"--nproc-per-node={topo.processes_per_node}"
+    launcher = [python, "-m", "torch.distributed.run", per_node]
+    if topo.nodes == 1:
+        return [*launcher, "--standalone", *target]  # one node: a free port, no rendezvous
+    if rdzv is None:
+        raise ValueError(f"{topo.nodes} nodes need a rendezvous")
+    return [
+        *srun_per_node(topo, rdzv),
+        *launcher,
+        f"--nnodes={topo.nodes}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={rdzv.host}:{rdzv.port}",
+        f"--rdzv-id={rdzv.run_id}",
+        *target,
+    ]
+
+
+def llamafactory_command(
+    topo: Topology,
+    cli: str,
+    args: Sequence[str],
+    rdzv: Rendezvous | None = None,
+    path: str = "",
+) -> tuple[list[str], dict[str, str]]:
+    """``llamafactory-cli <args>`` for ``topo``, and the variables its launcher reads.
+
+    One process needs none (LLaMA-Factory then trains in the CLI's process). More go through
+    the torchrun LLaMA-Factory starts, found on PATH beside ``cli``; one node picks a free port
+    itself, several meet at ``rdzv`` and each node's task takes ``SLURM_NODEID`` as its rank.
+
+    >>> llamafactory_command(Topology(), "/env/bin/llamafactory-cli", ["train", "t.yaml"])
+    (['/env/bin/llamafactory-cli', 'train', 't.yaml'], {})
+    >>> cmd, env = llamafactory_command(Topology(1, 8, 8), "/env/bin/llamafactory-cli", ["train"])
+    >>> cmd, env["NPROC_PER_NODE"], env["NNODES"], env["NODE_RANK"], env["PATH"]
+    (['/env/bin/llamafactory-cli', 'train'], '8', '1', '0', '/env/bin')
+    """
+    cmd = [cli, *args]
+    if topo.world_size == 1:
+        return cmd, {}
+    env = {
+        "FORCE_TORCHRUN": "1",
+        "NNODES": str(topo.nodes),
+        "NPROC_PER_NODE": str(topo.processes_per_node),
+        "PATH": os.pathsep.join(filter(None, (os.path.dirname(cli), path))),
+    }
+    if topo.nodes == 1:
+        return cmd, {**env, "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+    if rdzv is None:
+        raise ValueError(f"{topo.nodes} nodes need a rendezvous")
+    env.update(MASTER_ADDR=rdzv.host, MASTER_PORT=str(rdzv.port))
+    return [*srun_per_node(topo, rdzv), "bash", "-c", NODE_RANK_FROM_SLURM, *cmd], env
+
+
+# ------------------------------------------------------------------------------- time limits
+STOP_AT_ENV = "VLRL_STOP_AT"
+"""Seconds since the epoch at which a resumable stage stops and saves (set by the stage from
+its Slurm job's time limit; a launcher that knows its own limit may set it too)."""
+
+
+def parse_time_left(text: str) -> float | None:
+    """Seconds in squeue's time left (``%L``: ``[days-][hours:]minutes:seconds``), or None when
+    the job has no limit.
+
+    >>> parse_time_left("1-02:03:04"), parse_time_left("05:00"), parse_time_left("UNLIMITED")
+    (93784.0, 300.0, None)
+    """
+    text = text.strip()
+    if not text or not text[0].isdigit():
+        return None  # UNLIMITED, NOT_SET, INVALID
+    days, _, clock = text.rpartition("-")
+    seconds = 0
+    for part in clock.split(":"):
+        seconds = seconds * 60 + int(part)
+    return float(seconds + 86400 * int(days or 0))
+
+
+def job_seconds_left(env: Mapping[str, str] | None = None) -> float | None:
+    """Seconds until the time limit of the Slurm job this process runs in; None outside Slurm,
+    for a job without a limit, or when squeue cannot say (logged by the caller's absence of a
+    deadline: the stage then simply runs on)."""
+    env = os.environ if env is None else env
+    job = env.get("SLURM_JOB_ID")
+    if not job:
+        return None
+    try:
+        return parse_time_left(_slurm(["squeue", "-h", "-j", job, "-o", "%L"]))
+    except StageError:
+        return None
+
+
+def requeue_job(env: Mapping[str, str] | None = None) -> bool:
+    """Requeue the Slurm job this process runs in (it restarts from its batch script, here: the
+    same rule, which resumes); False outside Slurm or when Slurm refuses (``--no-requeue``)."""
+    env = os.environ if env is None else env
+    job = env.get("SLURM_JOB_ID")
+    if not job:
+        return False
+    try:
+        _slurm(["scontrol", "requeue", job])
+    except StageError:
+        return False
+    return True
