@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -253,6 +254,15 @@ def job_seconds_left(env: Mapping[str, str] | None = None) -> float | None:
         return parse_time_left(_slurm(["squeue", "-h", "-j", job, "-o", "%L"]))
     except StageError:
         return None
+
+
+def stop_time(margin_s: float) -> float | None:
+    """When a resumable stage stops (seconds since the epoch): ``$VLRL_STOP_AT`` when set, else
+    its Slurm job's limit less ``margin_s``; None when there is no limit."""
+    if os.environ.get(STOP_AT_ENV):
+        return float(os.environ[STOP_AT_ENV])
+    left = job_seconds_left()
+    return None if left is None else time.time() + left - margin_s
 
 
 def requeue_job(env: Mapping[str, str] | None = None) -> bool:

@@ -2,7 +2,7 @@
 
 A Slurm job killed at its limit loses everything since its last checkpoint, and a run longer than
 any one job's limit never ends. So the GRPO stage reads its job's time left when it starts
-(:func:`vlrl.distributed.job_seconds_left`), and :class:`StopBeforeLimit` ends training at the
+(:func:`vlrl.distributed.stop_time`), and :class:`StopBeforeLimit` ends training at the
 first step after which the time left is under ``grpo.stop_margin_s`` plus two of the
 longest steps seen: the trainer saves a checkpoint there and stops. Every process decides
 together (the decision is all-reduced), so all ranks stop after the same step. The stage then
@@ -13,23 +13,11 @@ checkpoint.
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 from transformers import TrainerCallback
 
-from vlrl.distributed import STOP_AT_ENV, job_seconds_left
-
 log = logging.getLogger(__name__)
-
-
-def stop_time(margin_s: float) -> float | None:
-    """When to stop (seconds since the epoch): ``$VLRL_STOP_AT`` when set, else the Slurm job's
-    limit less ``margin_s``; None when there is no limit."""
-    if os.environ.get(STOP_AT_ENV):
-        return float(os.environ[STOP_AT_ENV])
-    left = job_seconds_left()
-    return None if left is None else time.time() + left - margin_s
 
 
 def _agree(stop: bool, device) -> bool:

@@ -34,6 +34,7 @@ from vlrl.distributed import (
     Topology,
     rendezvous_for,
     requeue_job,
+    stop_time,
     topology,
     torchrun_command,
 )
@@ -45,7 +46,6 @@ from vlrl.records import Record, read_records
 from vlrl.rewards import get_reward
 from vlrl.servers import serving
 from vlrl.threads import cpu_kernel_report
-from vlrl.timelimit import stop_time
 from vlrl.volatile import split_run_times
 
 log = logging.getLogger(__name__)
