@@ -11,17 +11,16 @@ Runs the grpo stage from the same tiny model on the same generated shapes data w
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from thinking_client import FakeRewardModel  # noqa: E402
+from tiny_project import tiny_project  # noqa: E402
 
 COMMON = [
     "sft.enabled=false",
@@ -51,24 +50,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from vlrl import paths
-    from vlrl.config import ShapesConfig, TinyModelConfig, load_experiment
-    from vlrl.data.shapes import generate_split
-    from vlrl.files import write_jsonl
-    from vlrl.models.tiny import build_tiny_model
+    from vlrl.config import load_experiment
     from vlrl.stages import grpo
-    from vlrl.stages.base_model import TINY_SEED, tiny_corpus
 
-    work = Path(tempfile.mkdtemp(prefix="vlrl-bench-"))
-    shutil.copytree(REPO / "config", work / "config")
-    os.chdir(work)
-    os.environ["VLRL_ROOT"] = str(work)
-    data = paths.data_dir("tiny_shapes")
-    data.mkdir(parents=True)
-    records = generate_split(ShapesConfig(), "train", 256, seed=0, out_dir=data)
-    write_jsonl(data / "train.jsonl", [r.model_dump() for r in records])
-    build_tiny_model(
-        TinyModelConfig(), tiny_corpus(), paths.model_resource("tiny-qwen2.5-vl"), seed=TINY_SEED
-    )
+    work = tiny_project("vlrl-bench-")
     times: dict[str, float] = {}
     with FakeRewardModel() as server:
         for name, overrides in ALGORITHMS.items():

@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiny_project import tiny_project
 
 QWEN25_VL_3B_TEXT = {
     "hidden_size": 2048,
@@ -103,23 +103,11 @@ def main() -> None:
     import torch
 
     from vlrl import paths
-    from vlrl.config import ShapesConfig, TinyModelConfig, load_experiment
-    from vlrl.data.shapes import generate_split
-    from vlrl.files import write_jsonl
-    from vlrl.models.tiny import build_tiny_model
+    from vlrl.config import load_experiment
     from vlrl.stages import grpo
-    from vlrl.stages.base_model import TINY_SEED, tiny_corpus
 
-    work = Path(tempfile.mkdtemp(prefix="vlrl-grpo-step-"))
-    shutil.copytree(REPO / "config", work / "config")
-    os.chdir(work)
-    os.environ["VLRL_ROOT"] = str(work)
-    data = paths.data_dir("tiny_shapes")
-    data.mkdir(parents=True)
-    records = generate_split(ShapesConfig(), "train", 256, seed=0, out_dir=data)
-    write_jsonl(data / "train.jsonl", [r.model_dump() for r in records])
+    work = tiny_project("vlrl-grpo-step-")
     model_dir = paths.model_resource("tiny-qwen2.5-vl")
-    build_tiny_model(TinyModelConfig(), tiny_corpus(), model_dir, seed=TINY_SEED)
     if args.model == "3b":
         tiny = work / "tiny"
         model_dir.rename(tiny)

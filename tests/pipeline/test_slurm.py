@@ -24,6 +24,11 @@ pytestmark = pytest.mark.slow
 EXP = "tiny_shapes"
 EXP_FILE = f"config/experiments/{EXP}.yaml"
 ARTIFACTS = ("results", "resources", "reports")
+ON_SLURM = [
+    *("snakemake", "--profile", "profiles/slurm"),
+    # a one-node test cluster answers at once: look at the jobs every few seconds
+    *("--slurm-init-seconds-before-status-checks", "2", "--latency-wait", "5"),
+]
 
 
 def _no_cluster() -> str | None:
@@ -95,16 +100,7 @@ def slurm_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str]:
         pytest.skip(NO_CLUSTER)
     project = Project(tmp_path_factory.mktemp("slurm"))
     project.set_values(EXP_FILE, SHRUNK_DEFAULT)
-    log = project(
-        "snakemake",
-        "--profile",
-        "profiles/slurm",
-        # a one-node test cluster answers at once: look at the jobs every few seconds
-        "--slurm-init-seconds-before-status-checks",
-        "2",
-        "--latency-wait",
-        "5",
-    )
+    log = project(*ON_SLURM)
     return project, log
 
 
@@ -174,15 +170,7 @@ def test_a_grpo_job_at_its_time_limit_is_requeued_and_resumes(
     project.set_values(EXP_FILE, {"resources.grpo.runtime": 1, "grpo.stop_margin_s": 55})
     started = time.strftime("%Y-%m-%dT%H:%M:%S")
     proc = subprocess.Popen(
-        [
-            "snakemake",
-            "--profile",
-            "profiles/slurm",
-            "--slurm-init-seconds-before-status-checks",
-            "2",
-            "--latency-wait",
-            "5",
-        ],
+        ON_SLURM,
         cwd=project.root,
         env=project.env,
         stdout=subprocess.PIPE,
