@@ -215,6 +215,20 @@ def _policy_bytes() -> bytes:
     return (paths.grpo_dir("tiny_shapes") / paths.GRPO_FINAL / "model.safetensors").read_bytes()
 
 
+def _curves() -> dict[str, object]:
+    """The dvclive curves, but ``train/loss``: the Trainer's mean loss over the steps a run
+    took, which a resumed run takes fewer of."""
+    curves = paths.grpo_dir("tiny_shapes") / paths.GRPO_DVCLIVE
+    found: dict[str, object] = {
+        str(p.relative_to(curves)): p.read_bytes() for p in curves.rglob("*") if p.is_file()
+    }
+    del found["plots/metrics/train/loss.tsv"]
+    summary = json.loads(found.pop("metrics.json"))
+    del summary["train"]["loss"]
+    found["metrics.json"] = summary
+    return found
+
+
 @pytest.mark.slow
 def test_a_run_stopped_before_its_time_limit_resumes_to_the_same_policy(
     length_reward: str,
@@ -224,13 +238,14 @@ def test_a_run_stopped_before_its_time_limit_resumes_to_the_same_policy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A job whose time limit is near saves a checkpoint after the step it is in and stops
-    (Slurm requeues it); the next run resumes there and ends with the policy an uninterrupted
-    run trains, bit for bit."""
+    (Slurm requeues it); the next run resumes there and ends with the policy and the training
+    curves an uninterrupted run writes, bit for bit."""
     shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
     shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=3"]))
     grpo.run("tiny_shapes", cfg)
-    uninterrupted = _policy_bytes()
+    uninterrupted, curves = _policy_bytes(), _curves()
+    assert "plots/metrics/reward.tsv" in curves
     shutil.rmtree(paths.grpo_dir("tiny_shapes"))
 
     monkeypatch.setenv(STOP_AT_ENV, repr(time.time()))  # the limit is here: stop at once
@@ -245,6 +260,7 @@ def test_a_run_stopped_before_its_time_limit_resumes_to_the_same_policy(
     summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
     assert summary["resumed_from"].endswith("checkpoint-1") and summary["steps"] == 3
     assert _policy_bytes() == uninterrupted
+    assert _curves() == curves  # every step's, the ones before the stop included
     assert not checkpoints.exists()
 
 

@@ -302,17 +302,29 @@ def peft_config(cfg: GRPOConfig):
     )
 
 
-def dvclive_callback(live: Any):
-    """transformers' DVCLive callback, fed each log row without its run times."""
-    from transformers.integrations import DVCLiveCallback
+def write_curves(directory: Path, args: Any, history: list[dict[str, Any]]) -> None:
+    """The training curves, written as transformers' DVCLive callback writes them during
+    training (the run's arguments as params, one dvclive step per log row), from the whole log
+    history without run times: a run resumed from a checkpoint gets the curves of every step,
+    which its trainer state restored, not only of the steps it ran (only ``train/loss``, the
+    Trainer's mean loss of the steps this run took, differs from an uninterrupted run's).
 
-    class TimelessDVCLiveCallback(DVCLiveCallback):
-        def on_log(self, args, state, control, model=None, logs=None, **kwargs):
-            if logs is not None:
-                logs = split_run_times(logs)[0]
-            super().on_log(args, state, control, model=model, logs=logs, **kwargs)
+    ``dvcyaml=None``: dvclive must not edit the generated dvc.yaml (the plots are declared there).
+    """
+    from dvclive import Live
+    from dvclive.plots import Metric
+    from dvclive.utils import standardize_metric_name
 
-    return TimelessDVCLiveCallback(live=live)
+    live = Live(dir=str(directory), dvcyaml=None, save_dvc_exp=False, report=None, resume=False)
+    live.log_params(args.to_dict())
+    for row in history:
+        # keys sorted: a resumed run's first rows come back from the checkpoint's trainer state
+        # sorted, and the curves' summary must not depend on that
+        for key, value in sorted(row.items()):
+            if key != "step" and Metric.could_log(value):
+                live.log_metric(standardize_metric_name(key, "dvclive.huggingface"), value)
+        live.next_step()
+    live.end()
 
 
 def split_log_history(history: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict]:
@@ -449,7 +461,6 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
         ``{"stopped_at": step}`` when it stopped before its time limit (``$VLRL_STOP_AT``,
         :mod:`vlrl.timelimit`), leaving a checkpoint instead of the policy.
     """
-    from dvclive import Live
     from transformers import set_seed
 
     from vlrl.timelimit import StopBeforeLimit
@@ -475,18 +486,7 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
         start,
     )
     main = int(os.environ.get("RANK", "0")) == 0
-    # dvcyaml=None: dvclive must not edit the generated dvc.yaml (plots are declared there).
-    # Only the main process logs: another rank's Live would reset the directory.
     callbacks = []
-    if main:
-        live = Live(
-            dir=str(out / paths.GRPO_DVCLIVE),
-            dvcyaml=None,
-            save_dvc_exp=False,
-            report=None,
-            resume=False,
-        )
-        callbacks.append(dvclive_callback(live))
     stopper = None
     if os.environ.get(STOP_AT_ENV):
         stopper = StopBeforeLimit(float(os.environ[STOP_AT_ENV]))
@@ -516,6 +516,7 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
     history, times = split_log_history(trainer.state.log_history)
     if main:
         processor.save_pretrained(str(final))
+        write_curves(out / paths.GRPO_DVCLIVE, trainer.args, history)
         write_json(
             out / "train_summary.json",
             {
