@@ -18,6 +18,15 @@ from vlrl.stages import grpo
 from vlrl.volatile import is_run_time
 
 
+@pytest.fixture()
+def grpo_inputs(project: Path, shapes_data: Path, tiny_model_dir: Path) -> Path:
+    """The scratch project with the grpo stage's inputs: the small shapes data and the tiny
+    model (the start of a run with SFT off)."""
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    return project
+
+
 def test_dataset_columns(project: Path, shapes_data: Path) -> None:
     cfg = load_experiment("tiny_shapes")
     records = read_records(shapes_data / "train.jsonl")
@@ -85,15 +94,11 @@ def test_missing_input_named(project: Path) -> None:
 @pytest.mark.slow
 def test_a_few_real_steps_log_rewards_and_change_weights(
     length_reward: str,
-    project: Path,
-    shapes_data: Path,
-    tiny_model_dir: Path,
+    grpo_inputs: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from safetensors.torch import load_file
 
-    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
-    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     cfg = load_experiment(
         "tiny_shapes",
         [
@@ -119,7 +124,7 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
     for name in cfg.grpo.rewards:
         values = [h[f"rewards/{name}/mean"] for h in logged]
         assert values and all(0.0 <= v <= 1.0 for v in values)
-    before = load_file(tiny_model_dir / "model.safetensors")
+    before = load_file(paths.model_resource("tiny-qwen2.5-vl") / "model.safetensors")
     after = load_file(out / paths.GRPO_FINAL / "model.safetensors")
     assert any(not before[k].equal(after[k]) for k in before)
     curves = out / paths.GRPO_DVCLIVE / "plots" / "metrics"
@@ -130,13 +135,9 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
 
 
 @pytest.mark.slow
-def test_two_processes_train_with_gloo(
-    project: Path, shapes_data: Path, tiny_model_dir: Path, capfd: pytest.CaptureFixture
-) -> None:
+def test_two_processes_train_with_gloo(grpo_inputs: Path, capfd: pytest.CaptureFixture) -> None:
     """grpo.processes=2: two torchrun ranks (gloo on CPU) each generate and train on half of a
     step's completions; the main rank writes the output, and nothing is left behind."""
-    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
-    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     cfg = load_experiment(
         "tiny_shapes",
         [
@@ -178,15 +179,11 @@ def _small(overrides: list[str]) -> list[str]:
 @pytest.mark.slow
 def test_killed_run_resumes_from_its_last_checkpoint(
     length_reward: str,
-    project: Path,
-    shapes_data: Path,
-    tiny_model_dir: Path,
+    grpo_inputs: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from trl import GRPOTrainer
 
-    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
-    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=2", "grpo.save_steps=1"]))
     original = GRPOTrainer.training_step
     calls = []
@@ -232,16 +229,12 @@ def _curves() -> dict[str, object]:
 @pytest.mark.slow
 def test_a_run_stopped_before_its_time_limit_resumes_to_the_same_policy(
     length_reward: str,
-    project: Path,
-    shapes_data: Path,
-    tiny_model_dir: Path,
+    grpo_inputs: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A job whose time limit is near saves a checkpoint after the step it is in and stops
     (Slurm requeues it); the next run resumes there and ends with the policy and the training
     curves an uninterrupted run writes, bit for bit."""
-    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
-    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=3"]))
     grpo.run("tiny_shapes", cfg)
     uninterrupted, curves = _policy_bytes(), _curves()
@@ -266,12 +259,10 @@ def test_a_run_stopped_before_its_time_limit_resumes_to_the_same_policy(
 
 @pytest.mark.slow
 def test_every_rank_stops_after_the_same_step(
-    project: Path, shapes_data: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    grpo_inputs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two torchrun ranks agree on the step to stop after (all-reduced), so they save one
     checkpoint together instead of waiting for each other for ever; the rerun resumes."""
-    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
-    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     cfg = load_experiment(
         "tiny_shapes",
         [
