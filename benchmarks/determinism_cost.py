@@ -1,14 +1,14 @@
-"""What bit-for-bit portability costs: SFT, GRPO and inference of the tiny model with native vs
-portable CPU kernels (``cpu_kernels``, vlrl/threads.py), one thread, in one run as ratios.
+"""What bit-for-bit reproducibility costs: SFT, GRPO and inference of the tiny model with native,
+avx2 and portable CPU kernels (``cpu_kernels``, vlrl/threads.py), one thread, in one run as ratios.
 
     .venv/bin/python benchmarks/determinism_cost.py [--repeats 2]
 
 Each measurement runs in a process of its own, because torch fixes its kernels at a process's
-first operation: the stage's ``run`` with ``cpu_kernels`` set to native or portable, alternating
-which goes first from round to round (the machine is shared; drift hits both alike). Measured:
+first operation: the stage's ``run`` with ``cpu_kernels`` set to each level, in an order rotated
+from round to round (the machine is shared; drift hits every level alike). Measured:
 SFT's and GRPO's ``train_runtime`` (the training loop, without start-up; the stages report it),
 GRPO's median step, and the wall time of the infer stage on the test split (model load and
-generation). Prints the median of the rounds and portable / native.
+generation). Prints the median of the rounds and each pinned level / native.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ SETTINGS = [
     "infer.batch_size=32",
     "infer.max_new_tokens=48",
 ]
-KERNELS = ("native", "portable")
+KERNELS = ("native", "avx2", "portable")
 
 
 def child(stage: str, kernels: str) -> None:
@@ -115,7 +115,8 @@ def main() -> None:
     measure(work, "prepare", "portable")
     rows: dict[tuple[str, str], list[dict[str, float]]] = {}
     for round_ in range(args.repeats):
-        order = KERNELS if round_ % 2 == 0 else KERNELS[::-1]
+        shift = round_ % len(KERNELS)
+        order = KERNELS[shift:] + KERNELS[:shift]
         for kernels in order:
             for stage in ("sft", "grpo", "infer"):  # grpo starts from this round's sft
                 result = measure(work, stage, kernels)
@@ -125,7 +126,7 @@ def main() -> None:
     def median(stage: str, kernels: str, key: str) -> float:
         return statistics.median(r[key] for r in rows[(stage, kernels)])
 
-    print(f"\n{'measure':<24} {'native':>9} {'portable':>9} {'ratio':>7}")
+    print(f"\n{'measure':<24}" + "".join(f"{k:>10}" for k in KERNELS) + "  avx2/nat  port/nat")
     for stage, key in (
         ("sft", "train_runtime"),
         ("sft", "wall"),
@@ -134,9 +135,10 @@ def main() -> None:
         ("grpo", "wall"),
         ("infer", "wall"),
     ):
-        native, portable = median(stage, "native", key), median(stage, "portable", key)
-        ratio = portable / native
-        print(f"{stage + ' ' + key:<24} {native:>8.2f}s {portable:>8.2f}s {ratio:>6.2f}x")
+        values = {k: median(stage, k, key) for k in KERNELS}
+        cells = "".join(f"{values[k]:>9.2f}s" for k in KERNELS)
+        ratios = "".join(f"{values[k] / values['native']:>9.2f}x" for k in KERNELS[1:])
+        print(f"{stage + ' ' + key:<24}{cells}{ratios}")
     shutil.rmtree(work, ignore_errors=True)
 
 

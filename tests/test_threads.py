@@ -10,10 +10,13 @@ import sys
 import pytest
 import torch
 
+from vlrl import threads
 from vlrl.threads import (
     MACHINE_KERNEL_VARIABLES,
+    PINNED_KERNELS,
     PORTABLE_KERNELS,
     THREAD_VARIABLES,
+    cpu_has_avx2,
     pin_cpu_kernels,
     pin_cpu_threads,
 )
@@ -81,6 +84,30 @@ def test_portable_pins_aten_and_mkl_in_children(restore_kernels, monkeypatch) ->
     capability, branch = child.stdout.split()
     assert capability == "DEFAULT"
     assert int(branch) in (MKL_CBWR_COMPATIBLE, -1)  # -1: this MKL does not say
+
+
+@pytest.mark.skipif(not cpu_has_avx2(), reason="this CPU has no AVX2")
+def test_avx2_pins_aten_avx2_and_mkl_in_children(restore_kernels, monkeypatch) -> None:
+    """``avx2``: ATen's AVX2 kernels (not the AVX-512 ones of an AVX-512 CPU, not the baseline
+    ones), MKL's compatible branch, whatever the machine asked for."""
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx512")
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX512")
+    pin_cpu_kernels("avx2")  # this process computed before: only its children are pinned
+    assert {k: os.environ[k] for k in PINNED_KERNELS["avx2"]} == PINNED_KERNELS["avx2"]
+    assert "MKL_ENABLE_INSTRUCTIONS" not in os.environ
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD_REPORT], capture_output=True, text=True, check=True
+    )
+    capability, branch = child.stdout.split()
+    assert capability == "AVX2"
+    assert int(branch) in (MKL_CBWR_COMPATIBLE, -1)
+
+
+def test_avx2_on_a_cpu_without_it_warns(restore_kernels, monkeypatch, caplog) -> None:
+    monkeypatch.setattr(threads, "cpu_has_avx2", lambda: False)
+    with caplog.at_level("WARNING", logger="vlrl.threads"):
+        assert not pin_cpu_kernels("avx2")
+    assert "no AVX2" in caplog.text and "cpu_kernels: portable" in caplog.text
 
 
 def test_pin_holds_after_import_until_the_first_operation(restore_kernels) -> None:

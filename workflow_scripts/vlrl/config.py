@@ -823,13 +823,14 @@ class ExperimentConfig(Section):
         "Results on CPU depend on it: set it for numbers that reproduce across machines' core "
         "counts and test runs. None: the machine's default.",
     )
-    cpu_kernels: Literal["portable", "native"] = Field(
+    cpu_kernels: Literal["portable", "avx2", "native"] = Field(
         "native",
         description="Which CPU kernels torch runs (vlrl/threads.py). portable: ATen's baseline "
         "kernels, MKL's processor-independent branch and oneDNN capped at SSE4.1, so every "
         "x86-64 CPU (Intel or AMD, AVX2 or AVX-512) computes the same bits; slower "
-        "(docs/performance.md). native: the fastest kernels of the CPU at hand; results differ "
-        "between CPUs. Changes the numbers either way.",
+        "(docs/performance.md). avx2: the same with ATen's AVX2 kernels: the same bits on every "
+        "x86-64 CPU with AVX2 (x86-64-v3, AVX-512 ones included), faster. native: the fastest "
+        "kernels of the CPU at hand; results differ between CPUs. Changes the numbers either way.",
     )
     prompt: PromptName = "think_answer"
     data: DataConfig = Field(default_factory=DataConfig)

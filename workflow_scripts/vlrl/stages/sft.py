@@ -36,7 +36,7 @@ from vlrl.files import atomic_dir
 from vlrl.launch import run_group
 from vlrl.prompts import get_prompt
 from vlrl.records import read_records
-from vlrl.threads import MACHINE_KERNEL_VARIABLES, PORTABLE_KERNELS
+from vlrl.threads import KERNEL_VARIABLES, MACHINE_KERNEL_VARIABLES
 from vlrl.volatile import split_run_times
 
 log = logging.getLogger(__name__)
@@ -223,7 +223,7 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
             "PYTHONUNBUFFERED": "1",
         }
         env.update(launch_env)
-        kernels = {k: env[k] for k in (*PORTABLE_KERNELS, *MACHINE_KERNEL_VARIABLES) if k in env}
+        kernels = {k: env[k] for k in (*KERNEL_VARIABLES, *MACHINE_KERNEL_VARIABLES) if k in env}
         log.info("sft: CPU kernel settings passed to LLaMA-Factory: %s", kernels or "none")
         # Its own process group: torchrun's workers are stopped with it if the stage is killed.
         returncode = run_group(cmd, env=env, stdout=sys.stderr)
