@@ -6,20 +6,24 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from vlrl import distributed
 from vlrl.config import StageResources, load_experiment
 from vlrl.distributed import (
     NODE_RANK_FROM_SLURM,
+    STOP_AT_ENV,
     Rendezvous,
     Topology,
     llamafactory_command,
     parse_time_left,
     rendezvous_port,
     slurm_hosts,
+    stop_time,
     topology,
     torchrun_command,
 )
@@ -163,6 +167,20 @@ def test_time_left_as_squeue_prints_it(text: str, seconds: float) -> None:
 @pytest.mark.parametrize("text", ["UNLIMITED", "NOT_SET", "INVALID", ""])
 def test_no_time_limit(text: str) -> None:
     assert parse_time_left(text) is None
+
+
+def test_a_limit_within_the_stop_margin_is_warned(monkeypatch, caplog) -> None:
+    """A job shorter than the margin still progresses (one step a run), but says why."""
+    monkeypatch.delenv(STOP_AT_ENV, raising=False)
+    monkeypatch.setattr(distributed, "job_seconds_left", lambda: 120.0)
+    with caplog.at_level("WARNING", logger="vlrl.distributed"):
+        assert stop_time(300) < time.time()
+    assert "120 s left, within the stop margin of 300 s" in caplog.text
+    assert "resources.<stage>.runtime" in caplog.text
+    caplog.clear()
+    monkeypatch.setattr(distributed, "job_seconds_left", lambda: 3600.0)
+    assert 3200 < stop_time(300) - time.time() <= 3300
+    assert not caplog.text
 
 
 # ---------------------------------------------------------------- what the rules ask Slurm for

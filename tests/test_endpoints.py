@@ -162,6 +162,17 @@ def test_results_keep_the_order_of_the_bodies(endpoint):
     assert [r.value for r in results] == list("ABCDEF")
 
 
+def test_requests_are_not_logged_one_line_each(endpoint, caplog):
+    """openai's HTTP client logs every request at INFO; at the root logger's INFO (the CLI's)
+    a thousand judged items would print a thousand lines over the progress bar."""
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    with caplog.at_level(logging.INFO):
+        results = client(endpoint.base_url).complete([body("a"), body("b")])
+    assert all(isinstance(r, Answer) for r in results)
+    assert "HTTP Request" not in caplog.text
+
+
 # ---------------------------------------------------------------------------------- the key
 def test_key_is_sent_and_never_logged_or_stored(endpoint, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv(KEY_ENV, SECRET)

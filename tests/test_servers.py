@@ -142,9 +142,20 @@ def test_a_config_with_base_url_is_used_as_it_is(tmp_path):
     assert not (tmp_path / "logs").exists()
 
 
-def test_an_unstarted_server_is_never_called():
-    with pytest.raises(ConfigError, match="serve is set but its server is not started"):
-        EndpointClient(unstarted(_cfg()), "v1")
+def test_an_unstarted_server_is_never_called(tmp_path):
+    """Without its server a client answers from the cache or not at all: it never sends to a
+    guessed address."""
+    cache = EndpointCache(tmp_path / "cache")
+    client = EndpointClient(unstarted(_cfg()), "v1", cache)
+    body = {"model": client.cfg.model, "messages": [{"role": "user", "content": "2+2?"}]}
+    assert client.uncached([body]) == 1
+    with pytest.raises(ConfigError, match="not started, and 1 of 1 requests have no cached"):
+        client.complete([body])
+    cache.put(client._key(body), {"reply": "4"})
+    assert client.uncached([body]) == 0
+    [answer] = client.complete([body])
+    assert (answer.value, answer.cached) == ("4", True)
+    assert (client.stats.calls, client.stats.cache_hits) == (0, 1)
 
 
 def test_the_cache_identity_does_not_depend_on_the_port():

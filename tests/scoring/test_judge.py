@@ -392,10 +392,11 @@ def _serving_processes(model: str) -> list[int]:
     return found
 
 
-def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project):
+def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project, monkeypatch):
     """``score.judge.serve`` and no base_url: the stage starts ``transformers serve`` of the
     model, judges through it, and leaves no server behind; the replies are cached under the
-    server's name, not its port, so another address of the same server finds them all."""
+    server's name, not its port, so another address of the same server finds them all, and a
+    rerun with everything cached starts no server."""
     says1 = text_models["says1"]
     serve = [f"score.judge.serve.model={says1}", "score.judge.serve.backend=transformers"]
     cfg = load_experiment("tiny_shapes", [*serve, "score.judge.max_retries=1"])
@@ -427,6 +428,16 @@ def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project)
     score.run("tiny_shapes", elsewhere, "grpo", "shapes_test")
     again = _scores()["judge"]
     assert (again["calls"], again["cache_hits"], again["failures"]) == (0, 3, 0)
+
+    # The served judge again: every verdict is cached, so no server is started at all.
+    def started(*args, **kwargs):
+        raise AssertionError("a judge server was started although every verdict is cached")
+
+    monkeypatch.setattr(score, "serving", started)
+    score.run("tiny_shapes", cfg, "grpo", "shapes_test")
+    third = _scores()["judge"]
+    assert (third["base_url"], third["model"]) == (f"serve:transformers:{says1}", says1)
+    assert (third["calls"], third["cache_hits"], third["failures"]) == (0, 3, 0)
 
 
 # --------------------------------------------------- the stage with a misbehaving endpoint

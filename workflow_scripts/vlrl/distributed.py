@@ -19,6 +19,7 @@ The commands are built by pure functions (tested for 1 GPU, 8 GPUs and 2 nodes x
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 
 from vlrl.config import StageResources, processes_per_node
 from vlrl.errors import StageError
+
+log = logging.getLogger(__name__)
 
 RENDEZVOUS_PORTS = (29500, 39500)
 """Ports the multi-node rendezvous uses: one per Slurm job id, so jobs sharing a node differ."""
@@ -262,7 +265,17 @@ def stop_time(margin_s: float) -> float | None:
     if os.environ.get(STOP_AT_ENV):
         return float(os.environ[STOP_AT_ENV])
     left = job_seconds_left()
-    return None if left is None else time.time() + left - margin_s
+    if left is None:
+        return None
+    if left <= margin_s:
+        log.warning(
+            "the job has %.0f s left, within the stop margin of %.0f s: the stage stops after "
+            "its first step and requeues, so every run of the job makes one step. Give the job "
+            "more time (resources.<stage>.runtime) or lower the margin (grpo.stop_margin_s)",
+            left,
+            margin_s,
+        )
+    return time.time() + left - margin_s
 
 
 def requeue_job(env: Mapping[str, str] | None = None) -> bool:

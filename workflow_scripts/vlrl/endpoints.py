@@ -73,6 +73,23 @@ FailureKind = Literal[
 ]
 
 
+HTTP_CLIENT_LOGGERS = ("httpx", "httpx2")
+"""Loggers of the HTTP clients under ``openai`` (1.x: httpx; 2.x: httpx2): one INFO line per
+request drowns the progress bar."""
+
+
+def quiet_http_clients() -> None:
+    """Raise :data:`HTTP_CLIENT_LOGGERS` to WARNING, unless someone set their level already.
+
+    >>> quiet_http_clients(); logging.getLogger("httpx2").level == logging.WARNING
+    True
+    """
+    for name in HTTP_CLIENT_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
+
+
 class MissingAPIKey(ConfigError):
     """``api_key_required`` is set but the environment variable holding the key is not."""
 
@@ -373,11 +390,6 @@ class EndpointClient:
         cache: EndpointCache | None = None,
         label: str = "endpoint",
     ) -> None:
-        if cfg.base_url is None:
-            raise ConfigError(
-                f"{label}: serve is set but its server is not started; run the calls inside "
-                "vlrl.servers.serving(...), which starts it and sets base_url"
-            )
         self.cfg = cfg
         self.prompt_version = prompt_version
         self.cache = cache
@@ -432,16 +444,20 @@ class EndpointClient:
                 the result a ``unparsable`` :class:`Failure` with the error's text.
             progress: called once per finished body.
 
+        A config without ``base_url`` (``serve`` set, its server not started: see
+        :func:`vlrl.servers.unstarted`) answers from the cache alone.
+
         Raises:
             MissingAPIKey: before any request (see :meth:`api_key`). Nothing the endpoint does
                 raises.
+            ConfigError: without ``base_url``, when a body has no usable cached reply.
         """
+        if self.cfg.base_url is None:
+            return self._from_cache_only(bodies, parse, progress)
         secret = self.api_key()
         secrets = (secret, urlsplit(self.cfg.base_url).password)
         semaphore = asyncio.Semaphore(self.cfg.concurrency)
-        httpx_log = logging.getLogger("httpx")
-        if httpx_log.level == logging.NOTSET:  # one INFO line per request drowns the progress
-            httpx_log.setLevel(logging.WARNING)
+        quiet_http_clients()
         client = openai.AsyncOpenAI(
             base_url=self.cfg.base_url,
             api_key=secret or NO_KEY,
@@ -472,7 +488,35 @@ class EndpointClient:
             self.cfg.endpoint_id,
         )
 
-    def _cached(self, body: dict[str, Any], parse: Callable[[str], T]) -> Answer[T] | None:
+    def uncached(self, bodies: Sequence[dict[str, Any]], parse: Callable[[str], T] = _text) -> int:
+        """How many of ``bodies`` have no usable cached reply: the requests a run would send
+        (0: it needs no server)."""
+        return sum(self._lookup(body, parse) is None for body in bodies)
+
+    def _from_cache_only(
+        self,
+        bodies: Sequence[dict[str, Any]],
+        parse: Callable[[str], T],
+        progress: Callable[[], None] | None,
+    ) -> list[Answer[T] | Failure]:
+        missing = self.uncached(bodies, parse)
+        if missing:
+            raise ConfigError(
+                f"{self.label}: serve is set but its server is not started, and {missing} of "
+                f"{len(bodies)} requests have no cached reply; run the calls inside "
+                "vlrl.servers.serving(...), which starts it and sets base_url"
+            )
+        results: list[Answer[T] | Failure] = []
+        for body in bodies:
+            answer = self._cached(body, parse)
+            assert answer is not None  # checked above
+            results.append(answer)
+            if progress is not None:
+                progress()
+        return results
+
+    def _lookup(self, body: dict[str, Any], parse: Callable[[str], T]) -> Answer[T] | None:
+        """The cached reply to ``body`` when there is a usable one (counted nowhere)."""
         if self.cache is None or (entry := self.cache.get(self._key(body))) is None:
             return None
         reply = entry.get("reply")
@@ -482,8 +526,13 @@ class EndpointClient:
             value = parse(reply)
         except ValueError:  # stored by an older parser: ask again
             return None
-        self.stats.cache_hits += 1
         return Answer(value, reply, attempts=0, cached=True)
+
+    def _cached(self, body: dict[str, Any], parse: Callable[[str], T]) -> Answer[T] | None:
+        answer = self._lookup(body, parse)
+        if answer is not None:
+            self.stats.cache_hits += 1
+        return answer
 
     async def _ask(
         self,

@@ -165,6 +165,13 @@ class Judge:
         messages = [{"role": "user", "content": prompt}]
         return {"model": self.cfg.model, "messages": messages, **params}
 
+    def uncached(self, requests: Sequence[JudgeRequest]) -> int:
+        """How many of ``requests`` have no usable cached verdict (0: judging needs no server)."""
+        return sum(
+            self.client(request.prompt).uncached([self.body(request)], request.prompt.parse)
+            for request in requests
+        )
+
     def judge(
         self, requests: Sequence[JudgeRequest], progress: Callable[[], None] | None = None
     ) -> list[JudgeOutcome]:

@@ -22,7 +22,7 @@ Replies are cached in ``results/<exp>/judge_cache/`` as they arrive, so a rerun 
 or a kill only asks about the items without a verdict. A judge with ``score.judge.serve`` is
 started for the judging (:func:`vlrl.servers.serving`; its log in
 ``logs/score/<exp>/<checkpoint>/<bench>/judge.log``) and stopped after it, also on failure; with
-nothing to judge, none is started.
+nothing to judge, or every verdict already in the cache, none is started.
 
 A prediction the infer stage recorded as failed (its ``error`` is set: the ``openai`` backend got
 no response after its retries) is not an answer: neither the rules nor the judge see it. By
@@ -182,10 +182,14 @@ def apply_judge(
         )
         for p in (predictions[i] for i in chosen)
     ]
+    planned = unstarted(judge_cfg)
+    to_ask = Judge(planned.model_copy(update={"mode": mode}), judge_cache_dir(exp)).uncached(
+        requests
+    )
     server = (
         serving(judge_cfg, log_dir or paths.server_log_dir("score", exp), name="judge")
-        if requests
-        else contextlib.nullcontext(unstarted(judge_cfg))  # nothing to ask: no server
+        if to_ask
+        else contextlib.nullcontext(planned)  # nothing to ask, or every verdict cached: no server
     )
     with server as served:
         judge = Judge(served.model_copy(update={"mode": mode}), judge_cache_dir(exp))
