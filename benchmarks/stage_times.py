@@ -164,6 +164,10 @@ def main() -> None:
     }
     os.environ["VLRL_ROOT"] = str(workdir)
     vlrl = vlrl_command()
+    if "report" in stages:
+        # The report names the base model's resolved params (its provenance), which DVC's first
+        # stage writes; here without checking a dvc.yaml (the workdir has none).
+        subprocess.run([*vlrl, "resolve", "--no-check"], cwd=workdir, env=env, check=True)
     rows = []
     print(f"workdir {workdir}; overrides {args.overrides or 'none'}", flush=True)
     print(
