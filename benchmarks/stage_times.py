@@ -167,7 +167,11 @@ def main() -> None:
     if "report" in stages:
         # The report names the base model's resolved params (its provenance), which DVC's first
         # stage writes; here without checking a dvc.yaml (the workdir has none).
-        subprocess.run([*vlrl, "resolve", "--no-check"], cwd=workdir, env=env, check=True)
+        done = subprocess.run(
+            [*vlrl, "resolve", "--no-check"], cwd=workdir, env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            sys.exit(f"stage_times: vlrl resolve failed:\n{done.stderr[-3000:]}")
     rows = []
     print(f"workdir {workdir}; overrides {args.overrides or 'none'}", flush=True)
     print(
