@@ -12,9 +12,9 @@ import torch
 
 from vlrl import threads
 from vlrl.threads import (
+    KERNEL_VARIABLES,
     MACHINE_KERNEL_VARIABLES,
     PINNED_KERNELS,
-    PORTABLE_KERNELS,
     THREAD_VARIABLES,
     cpu_has_avx2,
     pin_cpu_kernels,
@@ -52,7 +52,7 @@ def test_none_leaves_everything(restore_threads, monkeypatch: pytest.MonkeyPatch
     assert torch.get_num_threads() == before
 
 
-KERNEL_VARIABLES = (*PORTABLE_KERNELS, *MACHINE_KERNEL_VARIABLES)
+ALL_KERNEL_VARIABLES = (*KERNEL_VARIABLES, *MACHINE_KERNEL_VARIABLES)
 CHILD_REPORT = """
 import ctypes, os, torch
 lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
@@ -64,7 +64,7 @@ MKL_CBWR_COMPATIBLE = 3  # mkl_cbwr.h
 
 @pytest.fixture
 def restore_kernels(monkeypatch: pytest.MonkeyPatch):
-    for name in KERNEL_VARIABLES:  # monkeypatch puts the variables back (or unsets) afterwards
+    for name in ALL_KERNEL_VARIABLES:  # monkeypatch puts the variables back (or unsets) afterwards
         monkeypatch.setenv(name, "")  # records the variable even when it was unset
         monkeypatch.delenv(name)
 
@@ -76,7 +76,8 @@ def test_portable_pins_aten_and_mkl_in_children(restore_kernels, monkeypatch) ->
     monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
     pin_cpu_kernels("portable")
-    assert {k: os.environ[k] for k in PORTABLE_KERNELS} == PORTABLE_KERNELS
+    portable = PINNED_KERNELS["portable"]
+    assert {k: os.environ[k] for k in portable} == portable
     assert "MKL_ENABLE_INSTRUCTIONS" not in os.environ
     child = subprocess.run(
         [sys.executable, "-c", CHILD_REPORT], capture_output=True, text=True, check=True

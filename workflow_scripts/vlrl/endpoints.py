@@ -499,21 +499,19 @@ class EndpointClient:
         parse: Callable[[str], T],
         progress: Callable[[], None] | None,
     ) -> list[Answer[T] | Failure]:
-        missing = self.uncached(bodies, parse)
+        answers = [self._lookup(body, parse) for body in bodies]
+        missing = sum(answer is None for answer in answers)
         if missing:
             raise ConfigError(
                 f"{self.label}: serve is set but its server is not started, and {missing} of "
                 f"{len(bodies)} requests have no cached reply; run the calls inside "
                 "vlrl.servers.serving(...), which starts it and sets base_url"
             )
-        results: list[Answer[T] | Failure] = []
-        for body in bodies:
-            answer = self._cached(body, parse)
-            assert answer is not None  # checked above
-            results.append(answer)
-            if progress is not None:
+        self.stats.cache_hits += len(answers)
+        if progress is not None:
+            for _ in answers:
                 progress()
-        return results
+        return [answer for answer in answers if answer is not None]  # all of them
 
     def _lookup(self, body: dict[str, Any], parse: Callable[[str], T]) -> Answer[T] | None:
         """The cached reply to ``body`` when there is a usable one (counted nowhere)."""

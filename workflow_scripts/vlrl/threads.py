@@ -62,14 +62,14 @@ PINNED_KERNELS: dict[str, dict[str, str]] = {
 }
 """The environment of each pinned ``cpu_kernels`` level."""
 
-PORTABLE_KERNELS = PINNED_KERNELS["portable"]
-"""The environment of ``cpu_kernels: portable``."""
-
-KERNEL_VARIABLES = tuple(PORTABLE_KERNELS)
+KERNEL_VARIABLES = tuple(PINNED_KERNELS["portable"])
 """The variables a pinned level sets."""
 
-#: ATen's name of each level's kernels (``torch.backends.cpu.get_cpu_capability()``).
-ATEN_CAPABILITY = {"portable": "DEFAULT", "avx2": "AVX2"}
+ATEN_CAPABILITY = {
+    level: env["ATEN_CPU_CAPABILITY"].upper() for level, env in PINNED_KERNELS.items()
+}
+"""ATen's name of each level's kernels (``torch.backends.cpu.get_cpu_capability()``:
+``DEFAULT``, ``AVX2``)."""
 
 MACHINE_KERNEL_VARIABLES = ("MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "DNNL_MAX_CPU_ISA")
 """Machine-level kernel choices that ``portable`` removes (MKL_CBWR and ONEDNN_MAX_CPU_ISA
