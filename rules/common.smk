@@ -8,7 +8,8 @@
 # (vlrl.workflow.resolve). Both are inputs of the stage's jobs.
 #
 # Each job runs `workflow_scripts/vlrl.sh <stage> ...` (vlrl.paths.LAUNCHER), i.e. the vlrl command
-# of this checkout's .venv, else the one on PATH, so neither tool depends on the caller's PATH.
+# of this checkout's .venv, else the one on PATH, so neither tool depends on the caller's PATH;
+# every rule's shell command is written by vlrl() below.
 #
 # No rules live here (snakemake --lint: functions and rules in separate files).
 
@@ -17,7 +18,8 @@ import os
 from pathlib import Path
 
 from vlrl import benchmarks, paths
-from vlrl.config import processes_per_node
+from vlrl.distributed import processes_per_node
+from vlrl.generation import generating_processes
 from vlrl.workflow import resolve
 from vlrl.workflow.check import load_checked
 from vlrl.workflow.stage_deps import code_files, declared_reads
@@ -28,12 +30,18 @@ wildcard_constraints:
     model=r"[^/]+",
     dataset=r"[^/]+",
     bench=r"[^/]+",
-    checkpoint=r"base|sft|grpo",
+    checkpoint="|".join(paths.CHECKPOINTS),
 
 
 def rel(path):
     """A path relative to the working directory (the project root), as a string."""
     return os.path.relpath(path) if os.path.isabs(path) else str(path)
+
+
+def vlrl(*args):
+    """A rule's shell command: `vlrl <args>` through vlrl.paths.LAUNCHER, its output into the
+    job's log file (`vlrl dvc-yaml` drops that redirection from DVC's cmd)."""
+    return f"{paths.LAUNCHER} {' '.join(args)} > {{log}} 2>&1"
 
 
 def code(stage):
@@ -114,11 +122,10 @@ def stage_resources(stage):
 
 
 def infer_threads(wildcards):
-    """Cores an inference job holds: cpu_threads per generating process (infer.workers)."""
-    from vlrl.stages.infer import workers
-
+    """Cores an inference job holds: cpu_threads per generating process (infer.workers with the
+    hf backend, vlrl.generation.generating_processes)."""
     cfg = experiment(wildcards.exp)
-    return (cfg.cpu_threads or workflow.cores) * workers(cfg.infer)
+    return (cfg.cpu_threads or workflow.cores) * generating_processes(cfg.infer)
 
 
 # input functions -------------------------------------------------------------------------
@@ -134,12 +141,9 @@ def get_grpo_init(wildcards):
 
 
 def get_checkpoint_model(wildcards):
-    """The model directory a checkpoint name stands for."""
-    if wildcards.checkpoint == "base":
-        return get_base_model(wildcards)
-    if wildcards.checkpoint == "sft":
-        return str(paths.sft_dir(wildcards.exp))
-    return str(paths.merged_model_dir(wildcards.exp))
+    """The model directory a checkpoint name stands for (vlrl.paths.checkpoint_model_dir)."""
+    cfg = experiment(wildcards.exp)
+    return str(paths.checkpoint_model_dir(wildcards.exp, wildcards.checkpoint, cfg.base_model))
 
 
 def get_benchmark_inputs(wildcards):

@@ -15,4 +15,4 @@ rule data:
     resources:
         **stage_resources("data"),
     shell:
-        "workflow_scripts/vlrl.sh data {wildcards.exp} > {log} 2>&1"
+        vlrl("data", "{wildcards.exp}")

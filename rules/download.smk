@@ -15,4 +15,4 @@ rule download:
         "../envs/main.yaml"
     threads: 1
     shell:
-        "workflow_scripts/vlrl.sh download {wildcards.dataset} > {log} 2>&1"
+        vlrl("download", "{wildcards.dataset}")

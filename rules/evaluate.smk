@@ -13,14 +13,14 @@ rule infer:
     log:
         paths.log_file("infer", "{exp}", "{checkpoint}", "{bench}"),
     benchmark:
-        "logs/benchmarks/infer/{exp}/{checkpoint}/{bench}.tsv"
+        "logs/timings/infer/{exp}/{checkpoint}/{bench}.tsv"
     conda:
         "../envs/main.yaml"
     threads: infer_threads
     resources:
         **stage_resources("infer"),
     shell:
-        "workflow_scripts/vlrl.sh infer {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"
+        vlrl("infer", "{wildcards.exp}", "{wildcards.checkpoint}", "{wildcards.bench}")
 
 
 rule score:
@@ -39,4 +39,4 @@ rule score:
     resources:
         **stage_resources("score"),
     shell:
-        "workflow_scripts/vlrl.sh score {wildcards.exp} {wildcards.checkpoint} {wildcards.bench} > {log} 2>&1"
+        vlrl("score", "{wildcards.exp}", "{wildcards.checkpoint}", "{wildcards.bench}")

@@ -13,14 +13,14 @@ rule grpo:
     log:
         paths.log_file("grpo", "{exp}"),
     benchmark:
-        "logs/benchmarks/grpo/{exp}.tsv"
+        "logs/timings/grpo/{exp}.tsv"
     conda:
         "../envs/main.yaml"
     threads: training_threads("grpo")
     resources:
         **stage_resources("grpo"),
     shell:
-        "workflow_scripts/vlrl.sh grpo {wildcards.exp} > {log} 2>&1"
+        vlrl("grpo", "{wildcards.exp}")
 
 
 rule merge:
@@ -40,4 +40,4 @@ rule merge:
     resources:
         **stage_resources("merge"),
     shell:
-        "workflow_scripts/vlrl.sh merge {wildcards.exp} > {log} 2>&1"
+        vlrl("merge", "{wildcards.exp}")

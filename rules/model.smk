@@ -14,4 +14,4 @@ rule base_model:
         "../envs/main.yaml"
     threads: 1
     shell:
-        "workflow_scripts/vlrl.sh base-model {wildcards.model} > {log} 2>&1"
+        vlrl("base-model", "{wildcards.model}")

@@ -25,4 +25,4 @@ rule report:
     resources:
         **stage_resources("report"),
     shell:
-        "workflow_scripts/vlrl.sh report {wildcards.exp} > {log} 2>&1"
+        vlrl("report", "{wildcards.exp}")

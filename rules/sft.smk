@@ -12,7 +12,7 @@ rule sft:
     log:
         paths.log_file("sft", "{exp}"),
     benchmark:
-        "logs/benchmarks/sft/{exp}.tsv"
+        "logs/timings/sft/{exp}.tsv"
     # The stage runs in the main environment: it converts the data and writes LLaMA-Factory's
     # config with the vlrl package, then launches llamafactory-cli from .venv-sft (envs/sft.yaml),
     # whose pins conflict with TRL's. So the rule's own environment is main, not sft.
@@ -22,4 +22,4 @@ rule sft:
     resources:
         **stage_resources("sft"),
     shell:
-        "workflow_scripts/vlrl.sh sft {wildcards.exp} > {log} 2>&1"
+        vlrl("sft", "{wildcards.exp}")

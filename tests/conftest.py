@@ -100,11 +100,8 @@ def length_reward(monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture(scope="module")
 def endpoint_server():
     """A real OpenAI-compatible server on 127.0.0.1 that can be told to misbehave
-    (``benchmarks/thinking_client.py``: FastAPI under uvicorn, in a thread); one per module."""
-    import sys
-
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from thinking_client import FakeRewardModel
+    (``tests/fake_openai_server.py``: FastAPI under uvicorn, in a thread); one per module."""
+    from fake_openai_server import FakeRewardModel
 
     with FakeRewardModel() as server:
         yield server

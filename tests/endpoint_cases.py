@@ -1,7 +1,7 @@
 """Ways an OpenAI-compatible endpoint misbehaves, shared by the tests of the endpoint client and
 of its three users (judge, thinking reward, ``openai`` generation backend).
 
-Each case is played by the real local server of ``benchmarks/thinking_client.py`` (FastAPI under
+Each case is played by the real local server of ``tests/fake_openai_server.py`` (FastAPI under
 uvicorn on 127.0.0.1; the ``endpoint`` fixture of ``tests/conftest.py``), except a refused
 connection, which is a port nobody listens on. With :data:`OPTIONS` (one retry), a retried
 failure takes 2 attempts and one that fails at once takes 1.

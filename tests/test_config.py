@@ -38,6 +38,8 @@ def test_override_wins_over_file(project: Path) -> None:
 # the error says. ``set``: overrides of config/experiments/tiny_shapes.yaml; ``experiment``: an
 # experiment file of this YAML (plus base_model and benchmarks when it has none); ``model``: a
 # config/models file of this YAML.
+TRUST = "reward_model: {base_url: 'http://127.0.0.1:1/v1', model: m}"
+URL = "score.judge.base_url"
 MALFORMED = [
     # sizes and counts
     ("set", "infer.batch_size=-1", TINY, "infer.batch_size", "greater than 0"),
@@ -141,6 +143,16 @@ MALFORMED = [
     ("set", "data.shapes.min_shapes=5", TINY, "data.shapes.min_shapes", "above max_shapes (4)"),
     ("set", "sft.image_min_pixels=20000", TINY, "sft.image_min_pixels", "above image_max_pixels"),
     ("set", "infer.backend=openai", TINY, "infer.openai", "(base_url, model) is not set"),
+    ("set", "grpo.epsilon_high=0.1", TINY, "grpo.epsilon_high", "below epsilon (0.2)"),
+    ("set", f"grpo.trust={{{TRUST}, skip_low: 0.95}}", TINY, "grpo.trust.skip_low", "skip_high"),
+    # lists that must hold something, each item once
+    ("set", "infer.checkpoints=[]", TINY, "infer.checkpoints", "at least 1 item"),
+    ("set", "infer.checkpoints=[base, sft, base]", TINY, "infer.checkpoints", "['base'] more"),
+    ("set", "benchmarks=[]", TINY, "benchmarks", "at least 1 item"),
+    ("set", "benchmarks=[shapes_test, shapes_test]", TINY, "benchmarks", "more than once"),
+    # URLs that are URLs
+    ("set", "score.judge={base_url: 'localhost:8000/v1', model: m}", TINY, URL, "http(s) URL"),
+    ("set", "score.judge={base_url: 'http://', model: m}", TINY, URL, "http(s) URL"),
     # unknown keys, wrong types, repeated keys
     ("experiment", "grpo:\n  learnin_rate: 1.0\n", BAD, "grpo.learnin_rate", "not permitted"),
     ("experiment", "grpo:\n  max_steps: many\n", BAD, "grpo.max_steps", "valid integer"),
@@ -212,6 +224,21 @@ def test_every_problem_of_a_file_is_listed_at_once(project: Path) -> None:
         "sft.warmup_ratio",
     ], lines
     assert str(err.value) == "\n".join(lines)  # one line per problem
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "grpo.epsilon_high=0.2",  # equal to epsilon: no clip-higher, still valid
+        f"grpo.trust={{{TRUST}, skip_low: 0.5, skip_high: 0.5}}",
+        "infer.checkpoints=[grpo]",
+        "benchmarks=[shapes_test]",
+        "score.judge={base_url: 'https://api.example.com/v1', model: m}",
+        "score.judge={base_url: 'http://127.0.0.1:8000/v1', model: m}",
+    ],
+)
+def test_the_boundary_values_of_each_check_are_valid(project: Path, override: str) -> None:
+    load_checked("tiny_shapes", [override])
 
 
 def test_shipped_configs_are_valid(project: Path) -> None:

@@ -72,21 +72,21 @@ PROMPT_CASES = [
     ("rec_json", "Find the dog.", "grounding",
      "Find the dog. First output the thinking process in <think> </think> tags and then output "
      "the final answer in <answer> </answer> tags. Output the final answer in JSON format.",
-     "vlm-r1.md §2 rec"),
+     "VLM-R1 get_question_template('rec')"),
     ("od_json", "Detect cats.", None,
      "First thinks about the reasoning process in the mind and then provides the user with the "
      "answer. The reasoning process and answer are enclosed within <think> </think> and <answer> "
      "</answer> tags, respectively, i.e., <think> reasoning process here </think><answer> answer "
      "here </answer>\nDetect cats.",
-     "vlm-r1.md §2 odLength: the enhanced prompt comes before the question"),
+     "VLM-R1 odLength: the enhanced prompt comes before the question"),
     ("see_think_boxed", "  How many cubes?\n", "numerical",
      "How many cubes? " + prompts.SEE_THINK_SUFFIX, "jinja `{{ content | trim }} ` + suffix"),
     ("caption_bbox_answer", "What is red?", "free_form", "What is red?",
-     "sophiavl-satori.md §B2: the user turn is the plain question"),
+     "SATORI-R1: the user turn is the plain question"),
     ("sophiavl_think", "How many?", "numerical",
      prompts.SOPHIAVL_QUESTION_TEMPLATE.format(Question="How many?")
      + " Please provide the numerical value (e.g., 42 or 3.14) within the <answer> </answer> tags.",
-     "sophiavl-satori.md §A5: question template + TYPE_TEMPLATE['numerical']"),
+     "SophiaVL-R1 dataset.py: QUESTION_TEMPLATE + TYPE_TEMPLATE['numerical']"),
 ]  # fmt: skip
 
 
@@ -100,21 +100,22 @@ def test_rendered_prompt_is_the_papers(
 # (format, where, literal the text must contain, why)
 LITERAL_CASES = [
     ("see_think_boxed", "prompt", "Wrap the entire description in <description> </description> "
-     "tags.\\n Next", "vision-sr1-easyr1.md §2: literal backslash-n kept"),
+     "tags.\\n Next", "see_think_format.jinja: literal backslash-n kept"),
     ("see_think_boxed", "prompt", "answer to the question in \\boxed{}.",
-     "vision-sr1 §2: answer in \\boxed{}"),
+     "see_think_format.jinja: answer in \\boxed{}"),
     ("see_think_boxed", "prompt", "<think> reasoning process here </think> "
-     "\\boxed{FINAL ANSWER here}.", "vision-sr1 §2: ends by restating the format"),
+     "\\boxed{FINAL ANSWER here}.", "see_think_format.jinja: ends by restating the format"),
     ("caption_bbox_answer", "system", "Enclose these coordinates in <bbox>[[x1,y1,x2,y2], ...]"
-     "</bbox>.", "sophiavl-satori.md §B2 step 2"),
+     "</bbox>.", "SATORI-R1 prompt.txt step 2"),
     ("caption_bbox_answer", "system", "Provide the caption inside <caption> </caption>.",
-     "§B2 step 1"),
+     "prompt.txt step 1"),
     ("caption_bbox_answer", "system", "the final answer to the question inside <answer> </answer> "
-     "tags.", "§B2 step 3"),
+     "tags.", "prompt.txt step 3"),
     ("sophiavl_think", "system", "enclosed within <think> </think> tagsdd.",
-     "sophiavl-satori.md §A5: the typo 'tagsdd' is kept"),
-    ("sophiavl_think", "system", "If you use formula, please use LaTeX format.", "§A5: LaTeX"),
-    ("sophiavl_think", "prompt", "'let me think', 'wait', 'Hmm'", "§A5: QUESTION_TEMPLATE"),
+     "run_train.sh: the typo 'tagsdd' is kept"),
+    ("sophiavl_think", "system", "If you use formula, please use LaTeX format.",
+     "run_train.sh: LaTeX"),
+    ("sophiavl_think", "prompt", "'let me think', 'wait', 'Hmm'", "dataset.py: QUESTION_TEMPLATE"),
 ]  # fmt: skip
 
 
@@ -203,8 +204,9 @@ def test_reward_modules_reexport_the_one_declaration() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(PROMPTS))
-def test_source_cites_a_reference_section(name: str) -> None:
-    assert "§" in PROMPTS[name].source and ".md" in PROMPTS[name].source
+def test_source_cites_a_public_commit(name: str) -> None:
+    repo, _, rest = PROMPTS[name].source.partition(" @ ")
+    assert repo.count("/") == 1 and rest[:7].isalnum(), PROMPTS[name].source
 
 
 def test_unknown_prompt_lists_known() -> None:

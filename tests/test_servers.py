@@ -26,6 +26,7 @@ from vlrl.config import (
     ServeConfig,
     load_experiment,
 )
+from vlrl.config.keys import assign, select
 from vlrl.endpoints import EndpointCache, EndpointClient, endpoint_name
 from vlrl.errors import ConfigError, StageError
 from vlrl.generation.openai import OpenAIGenerator
@@ -255,7 +256,7 @@ def test_grpo_hands_the_started_reward_model_to_its_ranks(project, root, tmp_pat
         groups = _groups(_port(started))
         # A rank's config: the experiment file, then the file train_in_ranks writes.
         tree = load_experiment("tiny_shapes_sophiavl").model_dump(mode="json")
-        grpo._merge(tree, json.loads(json.dumps(grpo.declared_config(run_cfg))))
+        assign(tree, json.loads(json.dumps(select(run_cfg, grpo.READS))))
         rank_rm = ExperimentConfig.model_validate(tree).grpo.trust.reward_model
         assert rank_rm == started
         [answer] = EndpointClient(rank_rm, "v1").complete([{"model": rank_rm.model, **ASK}])

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from fake_openai_server import FakeRewardModel
 from grpo_steps import logged, run_grpo, weights_changed
 
 from vlrl import paths
-from vlrl.config import THINKING_REWARD, load_experiment
+from vlrl.config import load_experiment
+from vlrl.rewards.sophiavl import THINKING_REWARD
 from vlrl.stages import data as data_stage
 from vlrl.stages import sft as sft_stage
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
-from thinking_client import FakeRewardModel  # noqa: E402
 
 PRIMING = [
     "data.shapes.n_train=160",

@@ -1,4 +1,4 @@
-"""Trust-GRPO group arithmetic: the released code (§A2) and the paper (§A1), case by case."""
+"""Trust-GRPO group arithmetic: the released custom.py and the paper's Eq. 1-6, case by case."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _anneal(step: int, T: float) -> float:
 @pytest.mark.parametrize(
     ("outcome", "thinking", "step", "rule", "expected_terms", "trust", "gamma"),
     [
-        # binary task: wrong answers are not queried (0), μw = 0 ≤ μc → trust 1 (§A2 item 7)
+        # binary task: wrong answers are not queried (0), μw = 0 ≤ μc → trust 1 (as released)
         ([1.0, 0.0, 1.0, 0.0], [0.8, None, 0.6, None], 0, RELEASED,
          [A * 0.8, 0.0, A * 0.6, 0.0], 1.0, 1.0),
         # graded scores in [0.2, 0.5) are queried and wrong: μc = 0.2 < μw = 0.9

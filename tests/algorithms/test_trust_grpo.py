@@ -1,22 +1,17 @@
 """trust_grpo: a few real TRL steps on the tiny model against a real local OpenAI-compatible
-server (``benchmarks/thinking_client.py::FakeRewardModel``: FastAPI + uvicorn on 127.0.0.1,
+server (``tests/fake_openai_server.py::FakeRewardModel``: FastAPI + uvicorn on 127.0.0.1,
 the real ``openai.AsyncOpenAI`` client)."""
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
+from fake_openai_server import FakeRewardModel
 from grpo_steps import logged, run_grpo, weights_changed
 
-from vlrl.config import THINKING_REWARD
 from vlrl.errors import ConfigError
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
-from thinking_client import FakeRewardModel  # noqa: E402
+from vlrl.rewards.sophiavl import THINKING_REWARD
 
 
 @pytest.fixture
@@ -107,7 +102,7 @@ def test_failed_calls_drop_groups_and_are_counted(
     ],
 )
 def test_config_errors_name_the_key(overrides, message, project):
-    from vlrl.config import load_experiment
+    from vlrl.workflow.check import load_checked
 
     with pytest.raises(ConfigError, match=message):
-        load_experiment("tiny_shapes", overrides)
+        load_checked("tiny_shapes", overrides)

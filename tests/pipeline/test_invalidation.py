@@ -1,5 +1,5 @@
 """Snakemake and DVC give one answer: the same stages to rerun after an edit, none after the other
-tool ran, and a default changed in vlrl/config.py reruns exactly the stages that read it.
+tool ran, and a default changed in the vlrl.config package reruns exactly the stages that read it.
 
 One shrunk copy of the default experiment is built once with `dvc repro` (a fresh workspace, as
 after `make run`). Each case then edits one thing, asks both tools what they would run, and puts
@@ -25,6 +25,7 @@ EVALS = [f"{c}--{BENCH}" for c in ("base", "sft", "grpo")]
 INFER = [f"infer--{EXP}--{e}" for e in EVALS]
 SCORE = [f"score--{EXP}--{e}" for e in EVALS]
 REPORT = [f"report--{EXP}"]
+CONFIG = "workflow_scripts/vlrl/config"
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +69,21 @@ CODE_EDITS = [
     ("rewards/vlm_r1.py", {f"grpo--{EXP}"}),
     ("scoring/stats.py", {*SCORE, *REPORT}),
     ("generation/hf.py", set(INFER)),
+    ("algorithms/trl_setup.py", {f"grpo--{EXP}"}),
+    # what several stages read, declared once
+    (
+        "stages/__init__.py",
+        {
+            f"data--{EXP}",
+            f"sft--{EXP}",
+            f"grpo--{EXP}",
+            f"merge--{EXP}",
+            f"base_model--{MODEL}",
+            *INFER,
+            *SCORE,
+            *REPORT,
+        },
+    ),
 ]
 
 
@@ -91,7 +107,7 @@ def _set(key: str, value: object):
 
 
 def _default(cls: str, field: str, old: str, new: str):
-    """Change the default of ``cls.field`` in config.py from ``old`` to ``new``."""
+    """Change the default of ``cls.field`` in its config module from ``old`` to ``new``."""
 
     def change(text: str) -> str:
         start = text.index(f"class {cls}(")
@@ -111,15 +127,15 @@ CONFIG_EDITS = [
     (EXP_FILE, _set("infer.max_new_tokens", 6), set(INFER)),
     (EXP_FILE, _set("score.confidence", 0.9), {*SCORE, *REPORT}),
     (EXP_FILE, _set("description", "another"), set(REPORT)),
-    # defaults in vlrl/config.py: exactly the stages that read the key rerun
-    ("workflow_scripts/vlrl/config.py", _default("ReportConfig", "title", "None", '"T"'), REPORT),
+    # defaults in vlrl/config/: exactly the stages that read the key rerun
+    (f"{CONFIG}/evaluation.py", _default("ReportConfig", "title", "None", '"T"'), REPORT),
     (
-        "workflow_scripts/vlrl/config.py",
+        f"{CONFIG}/evaluation.py",
         _default("ScoreConfig", "iou_threshold", "0.5", "0.6"),
         {*SCORE, *REPORT},
     ),
     (
-        "workflow_scripts/vlrl/config.py",
+        f"{CONFIG}/training.py",
         _default("GRPOConfig", "epsilon", "0.2", "0.25"),
         {f"grpo--{EXP}"},
     ),

@@ -12,7 +12,7 @@ from vlrl.config import load_experiment
 from vlrl.reporting import provenance
 from vlrl.reporting.frames import Evaluation
 from vlrl.stages import report
-from vlrl.workflow import resolve
+from vlrl.workflow import resolve, stage_deps
 
 REPO = Path(__file__).resolve().parents[2]
 TIME = re.compile(r"\d{1,2}:\d{2}(:\d{2})?|\b20\d{2}-\d{2}-\d{2}\b")
@@ -23,7 +23,14 @@ def _collect(project: Path, benches=("shapes_test", "refcoco_val")) -> dict:
     cfg = load_experiment("tiny_shapes", [f"benchmarks=[{', '.join(benches)}]"])
     evaluations = [Evaluation(b, load_benchmark(b), {}) for b in benches]
     _resolve(cfg.base_model, [e.config.dataset for e in evaluations if e.config.dataset])
-    return provenance.collect("tiny_shapes", cfg, report.READS, evaluations)
+    return _provenance(cfg, evaluations)
+
+
+def _provenance(cfg, evaluations: list[Evaluation]) -> dict:
+    """The provenance, given the report's code files as `vlrl report` gives them (vlrl.cli)."""
+    root = stage_deps.source_root().parent
+    code = stage_deps.code_files("report", root)
+    return provenance.collect("tiny_shapes", cfg, report.READS, evaluations, code, root)
 
 
 def _resolve(model: str, datasets: list[str]) -> None:
@@ -69,6 +76,8 @@ def test_model_data_libraries_and_code(project):
     assert versions[("main", "trl")] == "1.16.0"
     assert "workflow_scripts/vlrl/reporting/templates/index.html.j2" in found["code"]["files"]
     assert re.fullmatch(r"[0-9a-f]{64}", found["code"]["sha256"])
+    # the workflow lists the report's code; the report runs none of it (no arrow up)
+    assert not [f for f in found["code"]["files"] if f.startswith("workflow_scripts/vlrl/workflow")]
     assert found["config"]["score"]["confidence"] == 0.95
     assert set(found["config"]) == set(report.READS)
     _resolve("qwen2.5-vl-3b-instruct", [])
@@ -100,6 +109,6 @@ def test_the_rule_inputs_are_the_resolved_params_of_model_and_datasets(project):
 def test_without_envs_the_pins_are_unknown(project):
     cfg = load_experiment("tiny_shapes")
     _resolve(cfg.base_model, [])
-    found = provenance.collect("tiny_shapes", cfg, report.READS, [])
+    found = _provenance(cfg, [])
     sft = [r for r in found["libraries"] if r["environment"].startswith("sft")]
     assert sft and all(r["version"] == "unknown (no envs/sft.txt)" for r in sft)

@@ -17,7 +17,7 @@ import random
 
 import pytest
 
-from vlrl.rewards import REGISTRY, satori, vlm_r1
+from vlrl.rewards import REGISTRY, ConfiguredReward, satori, vlm_r1
 
 SEEDS = range(120)
 GT_BOX = [0, 0, 10, 10]
@@ -205,7 +205,9 @@ def _ok(values: list) -> bool:
 
 
 def test_every_registered_reward_has_columns_here() -> None:
-    assert set(COLUMNS) == set(REGISTRY), "give a new reward its columns in COLUMNS"
+    # A configured reward calls a server: tests/rewards/test_thinking.py plays its failures.
+    functions = {n for n, entry in REGISTRY.items() if not isinstance(entry, ConfiguredReward)}
+    assert set(COLUMNS) == functions, "give a new reward its columns in COLUMNS"
 
 
 def _failures(name: str, texts: list[tuple[str, str]]) -> list[str]:

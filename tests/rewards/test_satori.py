@@ -1,4 +1,4 @@
-"""Case tables for the SATORI-R1 rewards (reference/sophiavl-satori.md §B1, §B2)."""
+"""Case tables for the SATORI-R1 rewards (justairr/SATORI-R1 @ 8857b30 plugin.py, prompt.txt)."""
 
 from __future__ import annotations
 

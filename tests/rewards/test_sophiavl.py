@@ -1,4 +1,8 @@
-"""Case tables for the SophiaVL-R1 rewards (reference/sophiavl-satori.md §A3, §A4, §A5)."""
+"""Case tables for the SophiaVL-R1 rewards.
+
+Source: kxfan2002/SophiaVL-R1 @ a818494, ``verl/utils/reward_score/math.py``,
+``verl/workers/reward/custom.py`` and ``verl/utils/dataset.py``.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import math
 
 import pytest
 
-from vlrl.rewards import REGISTRY
+from vlrl.rewards import REGISTRY, ConfiguredReward
 from vlrl.rewards.sophiavl import (
     REWARDS,
     SOPHIAVL_TYPE_TEMPLATE,
@@ -213,7 +217,9 @@ def test_user_text_unknown_type_is_an_error() -> None:
 
 def test_registry_names() -> None:
     assert set(REWARDS) == {"sophiavl.outcome", "sophiavl.format"}
-    assert "sophiavl.thinking" not in REGISTRY  # needs the reward-model client (later module)
+    # the reward-model reward is built from grpo.reward_model when the run starts
+    thinking = REGISTRY["sophiavl.thinking"]
+    assert isinstance(thinking, ConfiguredReward) and thinking.key == "reward_model"
     assert all(REGISTRY[name] is fn for name, fn in REWARDS.items())
 
 

@@ -1,6 +1,6 @@
 """``sophiavl.thinking`` client against a real local OpenAI-compatible server.
 
-The server (``benchmarks/thinking_client.py::FakeRewardModel``) is a FastAPI app under uvicorn on
+The server (``tests/fake_openai_server.py::FakeRewardModel``) is a FastAPI app under uvicorn on
 127.0.0.1 with per-test latency and injected 500/429 codes; the client path is the real
 ``openai.AsyncOpenAI``. A reply is ``<answer>x</answer>`` when the request text holds
 ``SCORE=x``, else the state's ``reply``.
@@ -12,11 +12,10 @@ import asyncio
 import logging
 import pickle
 import re
-import sys
-from pathlib import Path
 
 import pytest
 from endpoint_cases import CASES, OPTIONS, closed_port_url
+from fake_openai_server import FakeRewardModel
 from PIL import Image
 from trl.trainer.utils import is_async_callable
 
@@ -28,10 +27,6 @@ from vlrl.rewards.thinking import (
     get_thinking_reward,
     parse_score_or_none,
 )
-
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
-from thinking_client import FakeRewardModel  # noqa: E402
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 KEY_ENV = "VLRL_TEST_THINKING_KEY"

@@ -1,4 +1,9 @@
-r"""Case tables for the Vision-SR1 rewards (reference/vision-sr1-easyr1.md §1.2, §1.3, §2)."""
+r"""Case tables for the Vision-SR1 rewards.
+
+Source: zli12321/Vision-SR1 @ 4480e08, ``verl/trainer/ray_trainer.py``,
+``train_examples/reward_function/see_think_selfReward.py`` and
+``train_examples/format_prompt/see_think_format.jinja``.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Case tables for the VLM-R1 rewards (reference/vlm-r1.md §1), TRL signature."""
+"""Case tables for the VLM-R1 rewards, TRL signature.
+
+Source: om-ai-lab/VLM-R1 @ 90052f4, ``src/open-r1-multimodal/src/open_r1/grpo_jsonl.py`` and
+``.../open_r1/vlm_modules/qwen_module.py``.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ CAT, DOG = box("cat", 0, 0, 100, 100), box("dog", 200, 200, 300, 300)
 ZEBRA = box("zebra", 400, 400, 500, 500)
 GT2 = fence([CAT, DOG])
 
-# --- formats (§1.2) ------------------------------------------------------------------------------
+# --- formats (format_reward, format_reward_rec) --------------------------------------------------
 
 FORMAT_CASES = [
     ("<think>a</think><answer>1</answer>", 1.0, "well formed"),
@@ -80,7 +84,7 @@ def test_rec_format(text, expected, why) -> None:
     assert one("vlm_r1.rec_format", text) == expected, why
 
 
-# --- REC IoU (§1.1) ------------------------------------------------------------------------------
+# --- REC IoU (qwen_module.py iou_reward) ---------------------------------------------------------
 
 GT_BOX = [0, 0, 10, 10]
 REC_CASES = [
@@ -169,7 +173,7 @@ def test_rec_iou_binary(text, gt, expected, why) -> None:
     assert one("vlm_r1.rec_iou_binary", text, boxes=[gt]) == expected, why
 
 
-# --- accuracy (§1.4) -----------------------------------------------------------------------------
+# --- accuracy (default_accuracy_reward) ----------------------------------------------------------
 
 ACCURACY_CASES = [
     (ans(" \\frac{1}{2} "), "0.5", 1.0, "math-verify: fraction vs decimal"),
@@ -234,7 +238,7 @@ def test_worker_timeout_kills_and_replaces_the_worker() -> None:
     assert vlm_r1._call_in_worker(abs, (-3,), 30) == 3
 
 
-# --- object detection: map / odLength (§1.3) -----------------------------------------------------
+# --- object detection: map / odLength (grpo_jsonl.py) --------------------------------------------
 
 ONE = 1 - 2e-16  # pycocotools' precision is tp / (tp + fp + eps)
 MAP_CASES = [
@@ -318,7 +322,7 @@ def test_map_unfenced_json_list_ground_truth() -> None:
     assert one("vlm_r1.ap50", ans(GT2), answer=json.dumps([CAT, DOG])) == pytest.approx(1.0)
 
 
-# --- weighted_sum / detection_score (§1.3) -------------------------------------------------------
+# --- weighted_sum / detection_score (grpo_jsonl.py) ----------------------------------------------
 
 NEAR_CAT = box("cat", 0, 0, 100, 80)  # IoU 0.8 with CAT
 WEIGHTED_CASES = [
@@ -352,7 +356,7 @@ def test_weighted_sum(text, answer, expected, why) -> None:
     assert one("vlm_r1.weighted_sum", text, answer=answer) == pytest.approx(expected), why
 
 
-# --- repetition (§1.3) ---------------------------------------------------------------------------
+# --- repetition (repetition_rewards) -------------------------------------------------------------
 
 A, B = box("a", 1, 2, 3, 4), box("b", 1, 2, 3, 4)
 REPETITION_CASES = [
@@ -376,7 +380,7 @@ def test_repetition(text, expected, why) -> None:
     assert one("vlm_r1.repetition", text) == pytest.approx(expected), why
 
 
-# --- cosine length reward (§1.3) -----------------------------------------------------------------
+# --- cosine length reward (cosine_rewards) -------------------------------------------------------
 
 COSINE_CASES = [
     (0, 1.0, "L = 0"),

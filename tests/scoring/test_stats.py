@@ -67,7 +67,8 @@ def test_paired_difference_identical_models():
 
 
 def test_paired_bootstrap_matches_normal_approximation():
-    # Large n: the bootstrap interval approaches diff ± z * sd(d) / sqrt(n) (evaluation.md §6).
+    # Large n: the bootstrap interval approaches the paired normal interval diff ± z * sd(d) /
+    # sqrt(n) (Miller 2024, arXiv:2411.00640).
     rng = np.random.default_rng(0)
     n = 4000
     b = rng.integers(0, 2, n)

@@ -1,4 +1,5 @@
-"""grpo stage: dataset, rewards, freezing, LoRA targets, and a few real TRL steps."""
+"""grpo stage: inputs, resuming, time limits, several processes, and a few real TRL steps
+(its TRL set-up: tests/algorithms/test_trl_setup.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from vlrl import paths
-from vlrl.config import GRPOConfig, load_experiment
+from vlrl.algorithms import trl_setup
+from vlrl.config import load_experiment
 from vlrl.distributed import STOP_AT_ENV
 from vlrl.errors import StageError
 from vlrl.records import read_records
@@ -25,65 +27,6 @@ def grpo_inputs(project: Path, shapes_data: Path, tiny_model_dir: Path) -> Path:
     shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
     shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     return project
-
-
-def test_dataset_columns(project: Path, shapes_data: Path) -> None:
-    cfg = load_experiment("tiny_shapes")
-    records = read_records(shapes_data / "train.jsonl")
-    ds = grpo.build_dataset(records, shapes_data, cfg)
-    row = ds[0]
-    assert (
-        row["prompt"][0]["content"][0] == {"type": "image"}
-        or row["prompt"][0]["content"][0]["type"] == "image"
-    )
-    assert row["images"][0].size == (112, 112)  # decoded PIL image, as TRL expects
-    assert {"answer", "problem_type", "boxes", "options", "task"} <= set(ds.column_names)
-
-
-def test_select_tasks_keeps_only_the_named_tasks(shapes_data: Path) -> None:
-    records = read_records(shapes_data / "train.jsonl")
-    assert grpo.select_tasks(records, GRPOConfig()) == records
-    kept = grpo.select_tasks(records, GRPOConfig(tasks=["count", "color"]))
-    assert kept and {r.task for r in kept} == {"count", "color"}
-    assert len(kept) == sum(r.task in ("count", "color") for r in records)
-    with pytest.raises(StageError, match="no training record"):
-        grpo.select_tasks(records, GRPOConfig(tasks=["no_such_task"]))
-
-
-def test_max_samples_counts_the_records_left_after_the_tasks_filter(shapes_data: Path) -> None:
-    records = read_records(shapes_data / "train.jsonl")
-    kept = grpo.select_tasks(records, GRPOConfig(tasks=["count"], max_samples=3))
-    assert len(kept) == 3 and {r.task for r in kept} == {"count"}
-    assert grpo.select_tasks(records, GRPOConfig(max_samples=5)) == records[:5]
-
-
-def test_named_reward_logs_registry_name() -> None:
-    from trl.trainer.utils import get_callable_name
-
-    reward = grpo.NamedReward("common.format")
-    assert get_callable_name(reward) == "common.format"
-    assert reward(["<think>a</think><answer>1</answer>"]) == [1.0]
-
-
-def test_freeze_vision_really_freezes(tiny_model_dir: Path) -> None:
-    model, _ = grpo.load_policy(tiny_model_dir, GRPOConfig(freeze_vision=True))
-    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
-    frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
-    assert frozen and all(grpo.VISION_KEY in n for n in frozen)
-    assert trainable and not any(grpo.VISION_KEY in n for n in trainable)
-    params = dict(model.named_parameters())
-    vision = sum(p.numel() for n, p in params.items() if grpo.VISION_KEY in n)
-    counted = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    assert vision > 0 and counted == sum(p.numel() for p in params.values()) - vision
-
-
-def test_lora_targets_exclude_vision(tiny_model_dir: Path) -> None:
-    from peft import get_peft_model
-
-    model, _ = grpo.load_policy(tiny_model_dir, GRPOConfig())
-    peft_model = get_peft_model(model, grpo.peft_config(GRPOConfig(lora=True)))
-    adapted = [n for n, _ in peft_model.named_parameters() if "lora_" in n]
-    assert adapted and not any(grpo.VISION_KEY in n for n in adapted)
 
 
 def test_missing_input_named(project: Path) -> None:
@@ -298,31 +241,6 @@ def test_checkpoints_of_another_config_are_cleared(tmp_path: Path) -> None:
     assert grpo.resume_point(checkpoints, "new", enabled=False) is None  # resume off: cleared
 
 
-@pytest.mark.parametrize(
-    ("option", "module"), [("grpo.use_vllm=true", "vllm"), ("grpo.deepspeed=zero3", "deepspeed")]
-)
-def test_missing_backend_is_named(option: str, module: str, project: Path, monkeypatch) -> None:
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a)
-    )
-    cfg = load_experiment("tiny_shapes", [option])
-    with pytest.raises(StageError, match=rf"{option.split('=')[0]} is set but {module} is not"):
-        grpo.check_backends(cfg.grpo)
-
-
-def test_trl_config_passes_vllm_and_deepspeed(project: Path, tmp_path: Path) -> None:
-    cfg = load_experiment("tiny_shapes", ["grpo.use_vllm=true", "grpo.vllm_mode=colocate"])
-    args = grpo.trl_config(cfg.grpo, tmp_path, seed=0)
-    assert args.use_vllm and args.vllm_mode == "colocate"
-    assert args.vllm_gpu_memory_utilization == cfg.grpo.vllm_gpu_memory_utilization
-    for name in ("zero2", "zero3"):
-        stage = json.loads(paths.deepspeed_file(name).read_text())["zero_optimization"]["stage"]
-        assert stage == int(name[-1])
-
-
 @pytest.mark.slow
 def test_multi_image_rows_train(
     length_reward: str,
@@ -352,7 +270,7 @@ def test_multi_image_rows_train(
     write_jsonl(data / "train.jsonl", [p.model_dump() for p in pairs])
     shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=1"]))
-    dataset = grpo.build_dataset(read_records(data / "train.jsonl"), data, cfg)
+    dataset = trl_setup.build_dataset(read_records(data / "train.jsonl"), data, cfg)
     assert len(dataset[0]["images"]) == 2
     assert [p["type"] for p in dataset[0]["prompt"][-1]["content"]][:2] == ["image", "image"]
     grpo.run("tiny_shapes", cfg)

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from vlrl import paths
+from vlrl.algorithms import trl_setup
 from vlrl.config import load_experiment
 from vlrl.errors import StageError
-from vlrl.stages import grpo, merge
+from vlrl.stages import merge
 
 
 def _logits(model_dir: Path, model=None) -> torch.Tensor:
@@ -36,8 +37,10 @@ def test_lora_adapter_is_merged(started, tiny_model_dir: Path) -> None:
     from transformers import AutoProcessor
 
     cfg = started
-    model, processor = grpo.load_policy(tiny_model_dir, cfg.grpo)
-    peft_model = get_peft_model(model, grpo.peft_config(cfg.grpo.model_copy(update={"lora": True})))
+    model, processor = trl_setup.load_policy(tiny_model_dir, cfg.grpo)
+    peft_model = get_peft_model(
+        model, trl_setup.peft_config(cfg.grpo.model_copy(update={"lora": True}))
+    )
     with torch.no_grad():  # a non-zero adapter, so merging changes the weights
         for name, param in peft_model.named_parameters():
             if "lora_B" in name:

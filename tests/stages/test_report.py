@@ -19,7 +19,7 @@ from vlrl.config import load_experiment
 from vlrl.errors import StageError
 from vlrl.scoring.stats import paired_difference, proportion_ci
 from vlrl.stages import report, score
-from vlrl.workflow import resolve
+from vlrl.workflow import resolve, stage_deps
 from vlrl.workflow.reads import RecordingConfig, undeclared
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,6 +91,12 @@ def scored(overrides: list[str], benches=("shapes_test",)):
     return cfg
 
 
+def run_report(cfg) -> None:
+    """The report stage, given its code files as `vlrl report` gives them (vlrl.cli)."""
+    root = stage_deps.source_root().parent
+    report.run(EXP, cfg, stage_deps.code_files("report", root), root)
+
+
 def items_of(checkpoint: str, bench: str) -> list[dict]:
     return json.loads(paths.scores_file(EXP, checkpoint, bench).read_text())["items"]
 
@@ -123,7 +129,7 @@ def expected_metrics_json(cfg, benches) -> str:
 def test_report_numbers_equal_recomputation_from_items(project):
     benches = ("shapes_test", "other")
     cfg = scored(["report.gallery.n=0"], benches)
-    report.run(EXP, cfg)
+    run_report(cfg)
     out = paths.report_dir(EXP)
     assert sorted(p.name for p in out.iterdir()) == OUTPUTS
 
@@ -195,7 +201,7 @@ def test_report_numbers_equal_recomputation_from_items(project):
 
 def test_p_values_print_as_numbers_never_zero(project):
     cfg = scored(["report.gallery.n=0"])
-    report.run(EXP, cfg)
+    run_report(cfg)
     comparisons = pd.read_csv(paths.report_dir(EXP) / "comparisons.csv")
     md = (paths.report_dir(EXP) / "comparisons.md").read_text()
     for p in comparisons.p_mcnemar:
@@ -218,7 +224,7 @@ def test_unscored_items_are_left_out_and_counted(project):
         )  # fmt: skip
 
     edit_scores("grpo", "shapes_test", judge_failed)
-    report.run(EXP, cfg)
+    run_report(cfg)
     out = paths.report_dir(EXP)
     results = pd.read_csv(out / "results.csv").set_index("checkpoint")
     kept = [i["correct"] for i in items_of("grpo", "shapes_test") if i["id"] not in unscored]
@@ -256,7 +262,7 @@ def test_the_headline_metric_leads_its_table(project):
         "headline: task_mean\n"
     )
     cfg = scored(["report.gallery.n=0"], ("other",))
-    report.run(EXP, cfg)
+    run_report(cfg)
     md = (paths.report_dir(EXP) / "results.md").read_text()
     assert "| model | task_mean (headline) | accuracy | n |" in md
     grpo = [i for i in items_of("grpo", "other")]
@@ -270,7 +276,7 @@ def test_the_headline_metric_leads_its_table(project):
 def test_sft_disabled_means_grpo_label_and_no_sft_file_needed(project):
     cfg = scored(["sft.enabled=false", "report.gallery.n=0"])
     assert cfg.checkpoints == ["base", "grpo"]
-    report.run(EXP, cfg)
+    run_report(cfg)
     results = pd.read_csv(paths.report_dir(EXP) / "results.csv")
     assert list(results.model) == ["base", "GRPO"]
     comparisons = pd.read_csv(paths.report_dir(EXP) / "comparisons.csv")
@@ -282,7 +288,7 @@ def test_missing_scores_file_is_named(project):
     cfg = scored([])
     paths.scores_file(EXP, "sft", "shapes_test").unlink()
     with pytest.raises(StageError, match=r"scores/sft/shapes_test\.json does not exist"):
-        report.run(EXP, cfg)
+        run_report(cfg)
     assert not paths.report_dir(EXP).exists()
 
 
@@ -290,21 +296,21 @@ def test_different_items_cannot_be_paired(project):
     cfg = scored(["report.gallery.n=0"])
     edit_scores("grpo", "shapes_test", lambda d: d["items"][0].update(id="someone-else"))
     with pytest.raises(StageError, match=r"score different items .*someone-else"):
-        report.run(EXP, cfg)
+        run_report(cfg)
 
 
 def test_rerun_replaces_the_report(project):
     cfg = scored(["report.gallery.n=0"])
-    report.run(EXP, cfg)
+    run_report(cfg)
     (paths.report_dir(EXP) / "stale.txt").write_text("old")
-    report.run(EXP, cfg)
+    run_report(cfg)
     assert not (paths.report_dir(EXP) / "stale.txt").exists()
     assert not list(paths.report_dir(EXP).parent.glob("*.tmp-*"))
 
 
 def test_a_single_checkpoint_has_no_comparisons(project):
     cfg = scored(["infer.checkpoints=[base]", "report.gallery.n=0"])
-    report.run(EXP, cfg)
+    run_report(cfg)
     out = paths.report_dir(EXP)
     assert list(pd.read_csv(out / "results.csv").model) == ["base"]
     assert "No comparisons" in (out / "comparisons.md").read_text()
@@ -336,7 +342,7 @@ def test_published_numbers_stand_beside_reproduced_ones(project):
             "report.published=[{reference: a_paper, rows: {base: base_row, grpo: rl_row}}]",
         ]
     )
-    report.run(EXP, cfg)
+    run_report(cfg)
     out = paths.report_dir(EXP)
     published = pd.read_csv(out / "published.csv")
     results = pd.read_csv(out / "results.csv").set_index("checkpoint")
@@ -365,7 +371,7 @@ def test_published_numbers_stand_beside_reproduced_ones(project):
 def test_gallery_is_seeded_and_the_same_for_every_checkpoint(project):
     write_images()
     cfg = scored(["report.gallery.n=4"])
-    report.run(EXP, cfg)
+    run_report(cfg)
     html = (paths.report_dir(EXP) / "index.html").read_text()
     gallery = html.split('id="gallery"')[1].split("<h2")[0]
     assert gallery.count('class="item"') == 4
@@ -373,7 +379,7 @@ def test_gallery_is_seeded_and_the_same_for_every_checkpoint(project):
     assert gallery.count("SFT+GRPO</td>") == 4
     for word in ("right", "wrong"):
         assert f'class="{word}"' in gallery
-    report.run(EXP, cfg)
+    run_report(cfg)
     assert (paths.report_dir(EXP) / "index.html").read_text() == html, "reproducible"
     shown = [line.split("</b>")[0] for line in gallery.split("<p><b>")[1:]]
     verdicts = {
@@ -391,14 +397,14 @@ def test_curves_of_grpo_are_drawn_and_omitted_without_grpo(project):
         stem = path.stem
         path.write_text(f"step\t{stem}\n" + "".join(f"{s}\t{s / 10}\n" for s in range(1, 6)))
     cfg = scored(["report.gallery.n=0"])
-    report.run(EXP, cfg)
+    run_report(cfg)
     out = paths.report_dir(EXP)
     html = (out / "index.html").read_text()
     assert 'id="curves"' in html and "reward, rewards/common.format/mean, kl" in html
     with Image.open(out / "grpo_curves.png") as png:
         assert png.format == "PNG"
     cfg = scored(["report.gallery.n=0", "infer.checkpoints=[base, sft]"])
-    report.run(EXP, cfg)
+    run_report(cfg)
     assert 'id="curves"' not in (out / "index.html").read_text()
     assert not (out / "grpo_curves.png").exists()
 
@@ -407,7 +413,7 @@ def test_provenance_has_no_paths_times_or_commit_and_reads_only_declared_keys(pr
     write_images(4)
     cfg = scored(["report.gallery.n=2"])
     seen: set[str] = set()
-    report.run(EXP, RecordingConfig(cfg, seen))
+    run_report(RecordingConfig(cfg, seen))
     assert undeclared(seen, report.READS) == []
     out = paths.report_dir(EXP)
     for name in ("index.html", "results.md", "comparisons.md", "results.csv", "published.csv"):

@@ -44,7 +44,7 @@ def test_sharegpt_rows_match_llamafactory_format(shapes_data: Path) -> None:
     records = read_records(shapes_data / "train.jsonl")
     row = to_sharegpt(records[0], PROMPTS["think_answer"])
     user, assistant = row["messages"]
-    # LLaMA-Factory needs one <image> per image (libraries.md §2)
+    # LLaMA-Factory needs one <image> per image (0.9.5 data/mm_plugin.py _validate_messages)
     assert user["content"].count("<image>") == len(row["images"]) == 1
     # relative to the data directory (LLaMA-Factory's media_dir): the same in every checkout
     assert not Path(row["images"][0]).is_absolute()

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
-import pytest
 import yaml
+from typer.testing import CliRunner
 
 from vlrl import paths
-from vlrl.errors import VlrlError
+from vlrl.cli import app
 from vlrl.workflow import resolve
 from vlrl.workflow.stage_deps import declared_reads
 
@@ -48,7 +49,12 @@ def test_resolve_stops_when_dvc_yaml_is_stale(project: Path) -> None:
     for item in ("Snakefile", "rules", "workflow_scripts", "dvc.yaml"):
         src = ROOT / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, project / item)
-    resolve.main()  # up to date
+    runner = CliRunner()
+    current = runner.invoke(app, ["resolve"])
+    assert current.exit_code == 0, current.output
     (project / "params.yaml").write_text("experiments: [tiny_shapes, tiny_shapes_satori]\n")
-    with pytest.raises(VlrlError, match=r"dvc.yaml is stale.*vlrl dvc-yaml"):
-        resolve.main()
+    stale = runner.invoke(app, ["resolve"])
+    assert stale.exit_code == 2
+    assert re.search(r"dvc.yaml is stale.*vlrl dvc-yaml", " ".join(stale.output.split()))
+    assert (project / paths.stage_params_file("tiny_shapes_satori", "grpo")).is_file()
+    assert runner.invoke(app, ["resolve", "--no-check"]).exit_code == 0

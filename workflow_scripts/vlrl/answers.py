@@ -1,6 +1,8 @@
 """Answer extraction and comparison shared by rewards and scorers.
 
-Reasoning is stripped before any rule matcher (reference/evaluation.md §0.1).
+Reasoning is stripped before any rule matcher: a number or option letter inside ``<think>``
+would be matched otherwise (Math-Verify 0.9 reads ``<think>first 3</think><answer>5</answer>``
+as 3).
 """
 
 from __future__ import annotations

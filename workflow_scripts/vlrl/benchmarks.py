@@ -17,9 +17,10 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from vlrl import paths
-from vlrl.config import KeyProblems, Section, _load_yaml_model
+from vlrl.config import KeyProblems, Section, load_named
 from vlrl.errors import ConfigError, DataError
 from vlrl.records import Record, read_records
+from vlrl.scoring.measures import WemathMeasure
 
 
 class Subsample(Section):
@@ -62,19 +63,9 @@ class MetricSpec(Section):
     step: str | None = Field(
         None, description="wemath_four_dimensional: the groups key naming an item's step."
     )
-    measure: (
-        Literal[
-            "score_strict",
-            "score_loose",
-            "IK",
-            "IG",
-            "CM_strict",
-            "CM_loose",
-            "RM_strict",
-            "RM_loose",
-        ]
-        | None
-    ) = Field(None, description="wemath_four_dimensional: which of We-Math's numbers.")
+    measure: WemathMeasure | None = Field(
+        None, description="wemath_four_dimensional: which of We-Math's numbers."
+    )
 
     @model_validator(mode="after")
     def _kind_needs(self) -> MetricSpec:
@@ -207,11 +198,8 @@ class BenchmarkConfig(Section):
 
 
 def load_benchmark(name: str) -> BenchmarkConfig:
-    path = paths.benchmark_file(name)
-    if not path.is_file():
-        known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ConfigError(f"{path}: no such benchmark {name!r}; known: {known}")
-    return _load_yaml_model(path, BenchmarkConfig)
+    """Load and validate ``config/benchmarks/<name>.yaml``."""
+    return load_named(paths.benchmark_file(name), BenchmarkConfig, "benchmark")
 
 
 def benchmark_inputs(exp: str, bench: str) -> list[Path]:

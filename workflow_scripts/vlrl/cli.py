@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from vlrl.errors import VlrlError
+from vlrl.paths import CHECKPOINTS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True)
@@ -22,7 +23,10 @@ log = logging.getLogger("vlrl")
 Exp = Annotated[str, typer.Argument(help="Experiment name (config/experiments/<name>.yaml).")]
 Bench = Annotated[str, typer.Argument(help="Benchmark name (config/benchmarks/<name>.yaml).")]
 Checkpoint = Annotated[
-    str, typer.Argument(help="Which model of the experiment: base, sft or grpo.")
+    str,
+    typer.Argument(
+        help=f"Which model of the experiment: {', '.join(CHECKPOINTS[:-1])} or {CHECKPOINTS[-1]}."
+    ),
 ]
 Overrides = Annotated[
     list[str] | None, typer.Option("--set", "-s", help="Override a config key: grpo.max_steps=10.")
@@ -193,7 +197,11 @@ def score(exp: Exp, checkpoint: Checkpoint, bench: Bench, set_: Overrides = None
 @app.command()
 def report(exp: Exp, set_: Overrides = None) -> None:
     """Tables, plots and metrics.json for the experiment."""
-    _stage("report", _experiment(exp, set_), exp)
+    from vlrl.workflow import stage_deps
+
+    # The report's provenance fingerprints its own code, as the workflow derives it.
+    root = stage_deps.source_root().parent
+    _stage("report", _experiment(exp, set_), exp, stage_deps.code_files("report", root), root)
 
 
 @app.command("check")
@@ -219,9 +227,12 @@ def resolve(
     ] = True,
 ) -> None:
     """Write every experiment's resolved config (DVC's params) and check dvc.yaml is current."""
+    from vlrl.workflow import dvc_export
     from vlrl.workflow import resolve as wf
 
-    _run(wf.main, check)
+    _run(wf.main)
+    if check:
+        _run(dvc_export.main, True)
 
 
 @app.command("dvc-yaml")

@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from vlrl.config import StageResources, processes_per_node
+from vlrl.config import StageResources
 from vlrl.errors import StageError
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,15 @@ class Topology:
     @property
     def world_size(self) -> int:
         return self.nodes * self.processes_per_node
+
+
+def processes_per_node(resources: StageResources, cpu_processes: int) -> int:
+    """Training processes per node: one per GPU, else ``cpu_processes`` (CPU data parallelism).
+
+    >>> processes_per_node(StageResources(gpus=8), 1), processes_per_node(StageResources(), 2)
+    (8, 2)
+    """
+    return resources.gpus or cpu_processes
 
 
 def topology(resources: StageResources, cpu_processes: int) -> Topology:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal, get_args
 
 LAUNCHER = "workflow_scripts/vlrl.sh"
 """How rules and DVC stages run ``vlrl``: this checkout's .venv, else the one on PATH."""
@@ -100,6 +101,32 @@ def deepspeed_file(name: str) -> Path:
 
 def merged_model_dir(exp: str) -> Path:
     return results_dir(exp) / "model"
+
+
+Checkpoint = Literal["base", "sft", "grpo"]
+"""A model an experiment evaluates: the base model, the SFT output, or the merged GRPO policy."""
+
+CHECKPOINTS: tuple[Checkpoint, ...] = get_args(Checkpoint)
+"""Every checkpoint name, in training order.
+
+>>> CHECKPOINTS
+('base', 'sft', 'grpo')
+"""
+
+
+def checkpoint_model_dir(exp: str, checkpoint: Checkpoint, base_model: str) -> Path:
+    """The model directory ``checkpoint`` of experiment ``exp`` stands for.
+
+    >>> checkpoint_model_dir("e", "grpo", "tiny").as_posix()
+    'results/e/model'
+    """
+    if checkpoint == "base":
+        return model_resource(base_model)
+    if checkpoint == "sft":
+        return sft_dir(exp)
+    if checkpoint == "grpo":
+        return merged_model_dir(exp)
+    raise ValueError(f"unknown checkpoint {checkpoint!r}; known: {list(CHECKPOINTS)}")
 
 
 def predictions_file(exp: str, checkpoint: str, bench: str) -> Path:

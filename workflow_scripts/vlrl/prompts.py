@@ -31,27 +31,28 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-# --- VLM-R1 (reference/vlm-r1.md §2 prompts, §1.2 format rewards) ------------------------------
+# --- VLM-R1 (om-ai-lab/VLM-R1 @ 90052f4, src/open-r1-multimodal/src/open_r1/) ------------------
 
 THINK_ANSWER_PATTERN = r"<think>.*?</think>\s*<answer>.*?</answer>"
-"""§1.2 generic ``format_reward``: ``re.fullmatch`` with DOTALL."""
+"""``grpo_jsonl.py`` ``format_reward``: ``re.fullmatch`` with DOTALL."""
 
 REC_JSON_PATTERN = (
     r"<think>.*?</think>\s*<answer>.*?\{.*\[\d+,\s*\d+,\s*\d+,\s*\d+\].*\}.*?</answer>"
 )
-"""§1.2 REC Qwen ``format_reward_rec``: ``re.search`` with DOTALL."""
+"""``qwen_module.py`` ``format_reward_rec``: ``re.search`` with DOTALL."""
 
 VLM_R1_THINK_SENTENCE = (
     "First output the thinking process in <think> </think> tags and then output the final "
     "answer in <answer> </answer> tags."
 )
-"""§2 ``get_question_template``: the sentence after ``{Question} `` (default and ``rec``)."""
+"""``qwen_module.py`` ``get_question_template``: the sentence after ``{Question} `` (default
+and ``rec``)."""
 
 VLM_R1_DEFAULT_TEMPLATE = "{Question} " + VLM_R1_THINK_SENTENCE
-"""§2 ``get_question_template`` default (also math and gui)."""
+"""``qwen_module.py`` ``get_question_template`` default (also math and gui)."""
 
 VLM_R1_REC_TEMPLATE = VLM_R1_DEFAULT_TEMPLATE + " Output the final answer in JSON format."
-"""§2 ``get_question_template('rec')``."""
+"""``qwen_module.py`` ``get_question_template('rec')``."""
 
 VLM_R1_OD_TEMPLATE = (
     "First thinks about the reasoning process in the mind and then provides the user with the "
@@ -59,9 +60,10 @@ VLM_R1_OD_TEMPLATE = (
     "</answer> tags, respectively, i.e., <think> reasoning process here </think><answer> answer "
     "here </answer>\n{Question}"
 )
-"""§2 ``get_question_template('odLength')``: the "enhanced prompt", before the question."""
+"""``qwen_module.py`` ``get_question_template('odLength')``: the "enhanced prompt", before the
+question."""
 
-# --- Vision-SR1 (reference/vision-sr1-easyr1.md §1.1, §1.3, §2) --------------------------------
+# --- Vision-SR1 (zli12321/Vision-SR1 @ 4480e08, train_examples/) -------------------------------
 
 SEE_THINK_SUFFIX = (
     "You are tasked with analyzing an image/video to generate a detailed description to help you "
@@ -81,9 +83,9 @@ SEE_THINK_TEMPLATE = "{Question} " + SEE_THINK_SUFFIX.replace("{", "{{").replace
 """``str.format`` template of ``see_think_boxed``; the question must be stripped (``| trim``)."""
 
 SEE_THINK_PATTERN = r"^\s*<description>.*?</description>\s*<think>.*?</think>\s*\\boxed\{.*?\}\s*$"
-"""§1.3 fmt: ``format_reward`` of see_think_selfReward.py (``re.fullmatch``, DOTALL)."""
+"""``format_reward`` of reward_function/see_think_selfReward.py (``re.fullmatch``, DOTALL)."""
 
-# --- SATORI-R1 (reference/sophiavl-satori.md §B2 prompt, §B1 format) ---------------------------
+# --- SATORI-R1 (justairr/SATORI-R1 @ 8857b30: prompt.txt, plugin.py) ---------------------------
 
 CAPTION_BBOX_ANSWER_SYSTEM_PROMPT = (
     "Given an image and a question, follow these steps: First, generate a brief image caption "
@@ -97,14 +99,15 @@ CAPTION_BBOX_ANSWER_SYSTEM_PROMPT = (
 SATORI_FORMAT_PATTERN = (
     r"^\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<answer>.*?</answer>\s*$"
 )
-"""§B1 ``Format``: used with ``re.match`` and DOTALL | MULTILINE (trailing lines tolerated)."""
+"""``plugin.py`` ``Format``: used with ``re.match`` and DOTALL | MULTILINE (trailing lines
+tolerated)."""
 
 CAPTION_BBOX_ANSWER_PATTERN = (
     r"\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<answer>.*?</answer>\s*(?:\n.*)?"
 )
 """The same language as :data:`SATORI_FORMAT_PATTERN`, as a ``re.fullmatch`` (DOTALL) pattern."""
 
-# --- SophiaVL-R1 (reference/sophiavl-satori.md §A5 prompts, §A4 format) ------------------------
+# --- SophiaVL-R1 (kxfan2002/SophiaVL-R1 @ a818494) ---------------------------------------------
 
 SOPHIAVL_SYSTEM_PROMPT = (
     "You FIRST think about the reasoning process as an internal monologue and then provide the "
@@ -139,7 +142,8 @@ SOPHIAVL_TYPE_TEMPLATE = {
 """``verl/utils/dataset.py`` ``TYPE_TEMPLATE``, appended after the question template."""
 
 SOPHIAVL_THINK_PATTERN = r"<think>(.*?)</think>.*<answer>(.*?)</answer>.*"
-"""§A4 ``math_format_reward``: re.fullmatch with DOTALL, no stripping (must start ``<think>``)."""
+"""``verl/utils/reward_score/math.py`` ``math_format_reward``: re.fullmatch with DOTALL, no
+stripping (must start ``<think>``)."""
 
 PROBLEM_TYPE_ALIASES = {
     "multiple_choice": "multiple choice",
@@ -279,21 +283,24 @@ PROMPTS: dict[str, PromptFormat] = {
             template=VLM_R1_DEFAULT_TEMPLATE,
             target=_THINK_ANSWER_TARGET,
             pattern=THINK_ANSWER_PATTERN,
-            source="VLM-R1 get_question_template default (reference/vlm-r1.md §2, §1.2)",
+            source="om-ai-lab/VLM-R1 @ 90052f4: qwen_module.py get_question_template default + "
+            "grpo_jsonl.py format_reward",
         ),
         PromptFormat(
             name="rec_json",
             template=VLM_R1_REC_TEMPLATE,
             target="<think>{reasoning}</think><answer>{bbox_json}</answer>",
             pattern=REC_JSON_PATTERN,
-            source="VLM-R1 get_question_template('rec') + format_reward_rec (vlm-r1.md §2, §1.2)",
+            source="om-ai-lab/VLM-R1 @ 90052f4: qwen_module.py get_question_template('rec') + "
+            "format_reward_rec",
         ),
         PromptFormat(
             name="od_json",
             template=VLM_R1_OD_TEMPLATE,
             target=_THINK_ANSWER_TARGET,
             pattern=THINK_ANSWER_PATTERN,
-            source="VLM-R1 get_question_template('odLength') + format_reward (vlm-r1.md §2, §1.2)",
+            source="om-ai-lab/VLM-R1 @ 90052f4: qwen_module.py get_question_template('odLength') + "
+            "grpo_jsonl.py format_reward",
         ),
         PromptFormat(
             name="see_think_boxed",
@@ -301,8 +308,8 @@ PROMPTS: dict[str, PromptFormat] = {
             target="<description>{description}</description><think>{reasoning}</think>"
             "\\boxed{{{answer}}}",
             pattern=SEE_THINK_PATTERN,
-            source="Vision-SR1 see_think_format.jinja + see_think_selfReward.py format_reward "
-            "(vision-sr1-easyr1.md §1.1, §1.3, §2)",
+            source="zli12321/Vision-SR1 @ 4480e08: see_think_format.jinja + "
+            "see_think_selfReward.py format_reward",
             strip_question=True,
         ),
         PromptFormat(
@@ -310,8 +317,8 @@ PROMPTS: dict[str, PromptFormat] = {
             template="{Question}",
             target="<caption>{description}</caption><bbox>{boxes}</bbox><answer>{answer}</answer>",
             pattern=CAPTION_BBOX_ANSWER_PATTERN,
-            source="SATORI-R1 prompt.txt (--system) + plugin.py external_format "
-            "(sophiavl-satori.md §B2, §B1)",
+            source="justairr/SATORI-R1 @ 8857b30: prompt.txt (--system) + plugin.py "
+            "external_format",
             system=CAPTION_BBOX_ANSWER_SYSTEM_PROMPT,
         ),
         PromptFormat(
@@ -319,8 +326,8 @@ PROMPTS: dict[str, PromptFormat] = {
             template=SOPHIAVL_QUESTION_TEMPLATE,
             target=_THINK_ANSWER_TARGET,
             pattern=SOPHIAVL_THINK_PATTERN,
-            source="SophiaVL-R1 run_train.sh SYSTEM_PROMPT + dataset.py QUESTION_TEMPLATE, "
-            "TYPE_TEMPLATE + math_format_reward (sophiavl-satori.md §A5, §A4)",
+            source="kxfan2002/SophiaVL-R1 @ a818494: run_train.sh SYSTEM_PROMPT + dataset.py "
+            "QUESTION_TEMPLATE, TYPE_TEMPLATE + math_format_reward",
             system=SOPHIAVL_SYSTEM_PROMPT,
             type_suffixes={
                 t: SOPHIAVL_TYPE_TEMPLATE[sophiavl_type(t)]

@@ -35,14 +35,16 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Literal, get_args
 
 log = logging.getLogger(__name__)
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 """Read by torch at import and by the processes a stage starts (LLaMA-Factory)."""
 
-CPU_KERNELS = ("portable", "avx2", "native")
+CpuKernels = Literal["portable", "avx2", "native"]
 """Values of the experiment key ``cpu_kernels``."""
+CPU_KERNELS: tuple[str, ...] = get_args(CpuKernels)
 
 _COMMON_KERNELS = {
     # MKL's processor-independent branch: the one MKL documents as giving the same results on

@@ -3,13 +3,12 @@ scored by relaxed accuracy; a numeric answer is ``numerical``, any other ``free_
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.errors import DataError
@@ -19,9 +18,7 @@ TEST = "data/test-00000-of-00001.parquet"
 
 
 def _png(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (32, 24), (shade, 255 - shade, 128)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": f"{shade}.png"}
+    return encoded_image((shade, 255 - shade, 128), path=f"{shade}.png")
 
 
 def _row(kind: str, question: str, answer: str, shade: int) -> dict[str, Any]:
@@ -42,22 +39,15 @@ def rows() -> list[dict[str, Any]]:
 
 def write_rows(root: Path, file: str, items: list[dict[str, Any]]) -> None:
     """Write rows as the hub stores them (lmms-eval's upload_chartqa.py features)."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
-    features = Features(
-        {
-            "type": Value("string"),
-            "question": Value("string"),
-            "answer": Value("string"),
-            "image": Image(),
-        }
-    )
-    columns = {name: [item.get(name) for item in items] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "type": Value("string"),
+        "question": Value("string"),
+        "answer": Value("string"),
+        "image": Image(),
+    }
+    write_parquet(root / file, items, features)
 
 
 def write_chartqa_fixture(root: Path) -> None:

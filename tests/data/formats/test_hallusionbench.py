@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.errors import DataError
@@ -33,9 +32,7 @@ FIELDS = (
 
 
 def _png(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (32, 24), (shade, 128, 255 - shade)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 128, 255 - shade))
 
 
 def _row(
@@ -106,20 +103,13 @@ def write_rows(
     root: Path, file: str, rows: list[dict[str, Any]], drop: tuple[str, ...] = ()
 ) -> None:
     """Write rows as the hub stores them: string fields and a ``datasets.Image`` column."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
-    features = Features(
-        {
-            **{name: Value("string") for name in FIELDS if name not in drop},
-            "image": Image(),
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        **{name: Value("string") for name in FIELDS if name not in drop},
+        "image": Image(),
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_hallusionbench_fixture(root: Path) -> None:
@@ -211,25 +201,12 @@ def test_the_non_image_split_is_not_read(tmp_path: Path) -> None:
 
 
 def test_integer_ids_are_read_as_their_strings(tmp_path: Path) -> None:
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    rows = image_rows()[:1]
-    features = Features(
-        {
-            **{
-                n: Value("int64" if n in {"set_id", "figure_id", "question_id"} else "string")
-                for n in FIELDS
-            },
-            "image": Image(),
-        }
-    )
-    columns = {
-        n: [int(r[n]) if features[n].dtype == "int64" else r[n] for r in rows] for n in features
-    }
-    path = tmp_path / IMAGE
-    path.parent.mkdir(parents=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    ints = {"set_id", "figure_id", "question_id"}
+    features = {**{n: Value("int64" if n in ints else "string") for n in FIELDS}, "image": Image()}
+    rows = [{n: int(v) if n in ints else v for n, v in r.items()} for r in image_rows()[:1]]
+    write_parquet(tmp_path / IMAGE, rows, features)
     convert_dataset("hallusionbench", tmp_path)
     assert list(_records(tmp_path)) == ["VD_illusion_0_0_0"]
 

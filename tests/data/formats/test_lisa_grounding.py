@@ -3,7 +3,6 @@ pictures in lisa_test.zip → one grounding record per item, in the json's order
 
 from __future__ import annotations
 
-import io
 import json
 import random
 import zipfile
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image
+from hub_parquet import image_bytes
 
 from vlrl.answers import dumps_box
 from vlrl.benchmarks import BenchmarkConfig, subsample
@@ -35,9 +34,7 @@ PICTURES = {
 
 
 def _jpeg(width: int, height: int, colour: tuple[int, int, int]) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (width, height), colour).save(buffer, format="JPEG")
-    return buffer.getvalue()
+    return image_bytes(colour, (width, height), "JPEG")
 
 
 def _item(image: str, caption: str, solution: list[float], **extra: Any) -> dict[str, Any]:

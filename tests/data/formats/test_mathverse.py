@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.errors import DataError
@@ -35,9 +34,7 @@ ANGLE = (
 
 
 def _png(color: tuple[int, int, int]) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (32, 24), color).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image(color)
 
 
 def _row(
@@ -113,30 +110,23 @@ def mathverse_rows() -> list[dict[str, Any]]:
 
 def write_rows(root: Path, rows: list[dict[str, Any]], file: str = FILE) -> None:
     """Write rows as the hub stores them (``datasets`` features of the dataset card)."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
     string = Value("string")
-    features = Features(
-        {
-            "sample_index": string,
-            "problem_index": string,
-            "problem_version": string,
-            "question": string,
-            "image": Image(),
-            "answer": string,
-            "question_type": string,
-            "metadata": {"split": string, "source": string, "subject": string, "subfield": string},
-            "query_wo": string,
-            "query_cot": string,
-            "question_for_eval": string,
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "sample_index": string,
+        "problem_index": string,
+        "problem_version": string,
+        "question": string,
+        "image": Image(),
+        "answer": string,
+        "question_type": string,
+        "metadata": {"split": string, "source": string, "subject": string, "subfield": string},
+        "query_wo": string,
+        "query_cot": string,
+        "question_for_eval": string,
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_mathverse_fixture(root: Path) -> None:

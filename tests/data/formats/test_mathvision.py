@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.errors import DataError
@@ -20,9 +19,7 @@ WEEKDAYS = ["Wednesday", "Thursday", "Friday", "Tuesday", "Sunday"]
 
 
 def _png(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (32, 24), (shade, 120, 60)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 120, 60))
 
 
 def _row(
@@ -74,28 +71,21 @@ def split_testmini_rows() -> list[dict[str, Any]]:
 
 def write_rows(root: Path, rows: list[dict[str, Any]], file: str) -> None:
     """Write rows as the hub stores them (``datasets`` features of the dataset card)."""
-    import datasets
-    from datasets import Features, Image, List, Value
+    from datasets import Image, List, Value
 
-    datasets.disable_progress_bars()
     string = Value("string")
-    features = Features(
-        {
-            "id": string,
-            "question": string,
-            "options": List(string),
-            "image": string,
-            "decoded_image": Image(),
-            "answer": string,
-            "solution": string,
-            "level": Value("int64"),
-            "subject": string,
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "id": string,
+        "question": string,
+        "options": List(string),
+        "image": string,
+        "decoded_image": Image(),
+        "answer": string,
+        "solution": string,
+        "level": Value("int64"),
+        "subject": string,
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_mathvision_fixture(root: Path) -> None:

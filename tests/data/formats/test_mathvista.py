@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.errors import DataError
@@ -19,12 +18,6 @@ MC_HINT = (
     "Hint: Please answer the question and provide the correct option letter, e.g., A, B, C, D, "
     "at the end."
 )
-
-
-def _png(color: tuple[int, int, int]) -> bytes:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (32, 24), color).save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def _meta(task: str, skills: list[str]) -> dict[str, Any]:
@@ -115,49 +108,42 @@ def mathvista_rows() -> list[dict[str, Any]]:
     ]
     for i, row in enumerate(rows):
         row["image"] = f"images/{row['pid']}.jpg"
-        row["decoded_image"] = {"bytes": _png((40 * i, 90, 200)), "path": None}
+        row["decoded_image"] = encoded_image((40 * i, 90, 200))
         row["query"] = f"Hint: ...\nQuestion: {row['question']}"
     return rows
 
 
 def write_rows(root: Path, rows: list[dict[str, Any]], file: str = FILE) -> None:
     """Write rows as the hub stores them (``datasets`` features of the dataset card)."""
-    import datasets
-    from datasets import Features, Image, List, Value
+    from datasets import Image, List, Value
 
-    datasets.disable_progress_bars()
     string = Value("string")
-    features = Features(
-        {
-            "pid": string,
-            "question": string,
-            "image": string,
-            "decoded_image": Image(),
-            "choices": List(string),
-            "unit": string,
-            "precision": Value("float64"),
-            "answer": string,
-            "question_type": string,
-            "answer_type": string,
-            "metadata": {
-                "category": string,
-                "context": string,
-                "grade": string,
-                "img_height": Value("int64"),
-                "img_width": Value("int64"),
-                "language": string,
-                "skills": List(string),
-                "source": string,
-                "split": string,
-                "task": string,
-            },
-            "query": string,
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "pid": string,
+        "question": string,
+        "image": string,
+        "decoded_image": Image(),
+        "choices": List(string),
+        "unit": string,
+        "precision": Value("float64"),
+        "answer": string,
+        "question_type": string,
+        "answer_type": string,
+        "metadata": {
+            "category": string,
+            "context": string,
+            "grade": string,
+            "img_height": Value("int64"),
+            "img_width": Value("int64"),
+            "language": string,
+            "skills": List(string),
+            "source": string,
+            "split": string,
+            "task": string,
+        },
+        "query": string,
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_mathvista_fixture(root: Path) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.mmbench import SELECT_PROMPT, build_prompt
@@ -24,9 +23,7 @@ OFFSET = 1_000_000
 
 
 def _png(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (40, 30), (shade, 90, 200)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 90, 200), (40, 30))
 
 
 def _rotations(options: list[str], answer: int) -> list[tuple[list[str], str]]:
@@ -100,24 +97,16 @@ def write_rows(
     """Write rows as the hub stores them (``datasets`` features; image as ``datasets.Image``).
     ``index`` is int64 as lmms-eval's arithmetic on it needs (the cards of ``cn`` and
     ``MMBench_EN`` say so); ``index="string"`` writes it as the ``en`` card at ac155b9 declares."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
-    features = Features(
-        {
-            name: Image() if name == "image" else Value(index if name == "index" else "string")
-            for name in COLUMNS
-            if name not in drop
-        }
-    )
-    columns = {
-        name: [str(r[name]) if index == "string" and name == "index" else r[name] for r in rows]
-        for name in features
+    features = {
+        name: Image() if name == "image" else Value(index if name == "index" else "string")
+        for name in COLUMNS
+        if name not in drop
     }
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    if index == "string":
+        rows = [{**row, "index": str(row["index"])} for row in rows]
+    write_parquet(root / file, rows, features)
 
 
 def write_mmbench_fixture(root: Path) -> None:

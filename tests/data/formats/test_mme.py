@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.mme import COGNITION, PERCEPTION
@@ -20,10 +19,8 @@ SECOND = "data/test-00001-of-00004-7d22c7f1aba6fca4.parquet"
 
 
 def _png(name: str) -> dict[str, Any]:
-    buffer = io.BytesIO()
     shade = sum(map(ord, name)) % 256
-    PILImage.new("RGB", (32, 24), (shade, 128, 255 - shade)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": name.replace("/", "_")}
+    return encoded_image((shade, 128, 255 - shade), path=name.replace("/", "_"))
 
 
 def _row(question_id: str, question: str, answer: str, category: str) -> dict[str, Any]:
@@ -86,24 +83,17 @@ def second_rows() -> list[dict[str, Any]]:
 
 def write_rows(root: Path, file: str, rows: list[dict[str, Any]]) -> None:
     """Write rows as the hub stores them (the dataset card's features)."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
     string = Value("string")
-    features = Features(
-        {
-            "question_id": string,
-            "image": Image(),
-            "question": string,
-            "answer": string,
-            "category": string,
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "question_id": string,
+        "image": Image(),
+        "question": string,
+        "answer": string,
+        "category": string,
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_mme_fixture(root: Path) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.errors import DataError
@@ -20,9 +19,7 @@ IMAGES = [f"image_{i}" for i in range(1, 8)]
 
 
 def _png(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (32, 24), (shade, 128, 255 - shade)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 128, 255 - shade))
 
 
 def _row(
@@ -94,29 +91,22 @@ def math_rows() -> list[dict[str, Any]]:
 
 def write_rows(root: Path, file: str, rows: list[dict[str, Any]]) -> None:
     """Write one subject's rows as the hub stores them (the dataset card's features)."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
     string = Value("string")
-    features = Features(
-        {
-            "id": string,
-            "question": string,
-            "options": string,
-            "explanation": string,
-            **{name: Image() for name in IMAGES},
-            "img_type": string,
-            "answer": string,
-            "topic_difficulty": string,
-            "question_type": string,
-            "subfield": string,
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "id": string,
+        "question": string,
+        "options": string,
+        "explanation": string,
+        **{name: Image() for name in IMAGES},
+        "img_type": string,
+        "answer": string,
+        "topic_difficulty": string,
+        "question_type": string,
+        "subfield": string,
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_mmmu_fixture(root: Path) -> None:

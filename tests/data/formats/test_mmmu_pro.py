@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.mmmu_pro import VISION_PROMPT
@@ -25,9 +24,7 @@ TEN = "['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j']"
 
 
 def _png(shade: int, size: tuple[int, int] = (32, 24)) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", size, (shade, 60, 200)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 60, 200), size)
 
 
 def _standard(
@@ -84,45 +81,37 @@ def vision_rows() -> list[dict[str, Any]]:
     ]
 
 
-def _write(root: Path, file: str, rows: list[dict[str, Any]], features: Any) -> None:
-    import datasets
-
-    datasets.disable_progress_bars()
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
-
-
 def write_standard(root: Path, shards: tuple[list[dict[str, Any]], ...]) -> None:
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
     string = Value("string")
-    features = Features(
-        {
-            "id": string,
-            "question": string,
-            "options": string,
-            "explanation": string,
-            **{name: Image() for name in IMAGES},
-            "img_type": string,
-            "answer": string,
-            "topic_difficulty": string,
-            "subject": string,
-        }
-    )
+    features = {
+        "id": string,
+        "question": string,
+        "options": string,
+        "explanation": string,
+        **{name: Image() for name in IMAGES},
+        "img_type": string,
+        "answer": string,
+        "topic_difficulty": string,
+        "subject": string,
+    }
     for file, rows in zip(STANDARD, shards, strict=True):
-        _write(root, file, rows, features)
+        write_parquet(root / file, rows, features)
 
 
 def write_vision(root: Path, rows: list[dict[str, Any]]) -> None:
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
     string = Value("string")
-    features = Features(
-        {"id": string, "image": Image(), "options": string, "answer": string, "subject": string}
-    )
-    _write(root, VISION, rows, features)
+    features = {
+        "id": string,
+        "image": Image(),
+        "options": string,
+        "answer": string,
+        "subject": string,
+    }
+    write_parquet(root / VISION, rows, features)
 
 
 def write_mmmu_pro_fixture(root: Path) -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import image_bytes, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.mmstar import parse_options
@@ -22,9 +21,7 @@ MATHVISTA_HINT = (
 
 
 def _jpeg(shade: int) -> bytes:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (36, 28), (shade, 160, 40)).save(buffer, format="JPEG")
-    return buffer.getvalue()
+    return image_bytes((shade, 160, 40), (36, 28), "JPEG")
 
 
 def _row(index: int, question: str, answer: str, category: str, l2: str, source: str) -> dict:
@@ -77,34 +74,28 @@ def write_rows(
     """Write rows as the hub file holds them: the card's columns (``meta_info`` a struct), the
     image as raw bytes (``image="binary"``, as public loaders read mmstar.parquet) or as a
     ``datasets.Image`` struct (``image="struct"``)."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
     string = Value("string")
-    features = Features(
-        {
-            name: feature
-            for name, feature in {
-                "index": Value("int64"),
-                "question": string,
-                "image": Value("binary") if image == "binary" else Image(),
-                "answer": string,
-                "category": string,
-                "l2_category": string,
-                "meta_info": {"source": string, "split": string, "image_path": string},
-            }.items()
-            if name not in drop
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
+    features = {
+        name: feature
+        for name, feature in {
+            "index": Value("int64"),
+            "question": string,
+            "image": Value("binary") if image == "binary" else Image(),
+            "answer": string,
+            "category": string,
+            "l2_category": string,
+            "meta_info": {"source": string, "split": string, "image_path": string},
+        }.items()
+        if name not in drop
+    }
     if image == "struct":
-        columns["image"] = [
-            None if b is None else {"bytes": b, "path": None} for b in columns["image"]
-        ]
-    path = root / FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+        rows = [dict(row) for row in rows]
+        for row in rows:
+            if row.get("image") is not None:
+                row["image"] = {"bytes": row["image"], "path": None}
+    write_parquet(root / FILE, rows, features)
 
 
 def write_mmstar_fixture(root: Path) -> None:

@@ -3,13 +3,12 @@ tests/scoring/test_judge_prompts.py)."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.errors import DataError
@@ -19,9 +18,7 @@ FILE = "data/test-00000-of-00001.parquet"
 
 
 def _png(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (32, 24), (shade, 200, 90)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 200, 90))
 
 
 def mmvet_rows() -> list[dict[str, Any]]:
@@ -55,24 +52,17 @@ def mmvet_rows() -> list[dict[str, Any]]:
 
 def write_rows(root: Path, rows: list[dict[str, Any]], file: str = FILE) -> None:
     """Write rows as the hub stores them (``datasets`` features; image as ``datasets.Image``)."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
     string = Value("string")
-    features = Features(
-        {
-            "question_id": string,
-            "image": Image(),
-            "question": string,
-            "answer": string,
-            "capability": string,
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "question_id": string,
+        "image": Image(),
+        "question": string,
+        "answer": string,
+        "capability": string,
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_mmvet_fixture(root: Path) -> None:
@@ -105,26 +95,20 @@ def test_converts_the_test_rows(tmp_path: Path) -> None:
 
 
 def test_capability_as_a_list_is_accepted(tmp_path: Path) -> None:
-    import datasets
-    from datasets import Features, Image, List, Value
+    from datasets import Image, List, Value
 
     rows = mmvet_rows()[:2]
     rows[0]["capability"] = ["math", "ocr"]
     rows[1]["capability"] = ["ocr", "spat"]
     string = Value("string")
-    features = Features(
-        {
-            "question_id": string,
-            "image": Image(),
-            "question": string,
-            "answer": string,
-            "capability": List(string),
-        }
-    )
-    path = tmp_path / FILE
-    path.parent.mkdir(parents=True)
-    columns = {name: [row[name] for row in rows] for name in features}
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "question_id": string,
+        "image": Image(),
+        "question": string,
+        "answer": string,
+        "capability": List(string),
+    }
+    write_parquet(tmp_path / FILE, rows, features)
     convert_dataset("mmvet", tmp_path)
     lines = (tmp_path / "records" / "test.jsonl").read_text().splitlines()
     assert [json.loads(line)["task"] for line in lines] == ["ocr,math", "ocr,spat"]

@@ -3,12 +3,11 @@ VLMEvalKit's instruction (less its \\boxed{} directive) and a problem type per a
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.errors import DataError
@@ -24,9 +23,7 @@ INSTRUCTION_TAIL = (
 
 
 def _png(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (48, 36), (shade, 60, 160)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 60, 160), (48, 36))
 
 
 def _row(
@@ -90,35 +87,28 @@ def olympiadbench_rows() -> list[dict[str, Any]]:
 def write_rows(root: Path, rows: list[dict[str, Any]], file: str = FILE) -> None:
     """Write rows as the hub stores them (``datasets`` features: ``final_answer`` a list of
     strings, ``image_1`` … ``image_5`` ``datasets.Image``, ``id`` int64)."""
-    import datasets
-    from datasets import Features, Image, List, Value
+    from datasets import Image, List, Value
 
-    datasets.disable_progress_bars()
     string = Value("string")
-    features = Features(
-        {
-            "id": Value("int64"),
-            "question": string,
-            "solution": List(string),
-            "final_answer": List(string),
-            "context": string,
-            **{f"image_{i}": Image() for i in range(1, 6)},
-            "modality": string,
-            "difficulty": string,
-            "is_multiple_answer": Value("bool"),
-            "unit": string,
-            "answer_type": string,
-            "error": string,
-            "question_type": string,
-            "subfield": string,
-            "subject": string,
-            "language": string,
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "id": Value("int64"),
+        "question": string,
+        "solution": List(string),
+        "final_answer": List(string),
+        "context": string,
+        **{f"image_{i}": Image() for i in range(1, 6)},
+        "modality": string,
+        "difficulty": string,
+        "is_multiple_answer": Value("bool"),
+        "unit": string,
+        "answer_type": string,
+        "error": string,
+        "question_type": string,
+        "subfield": string,
+        "subject": string,
+        "language": string,
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_olympiadbench_fixture(root: Path) -> None:

@@ -4,12 +4,11 @@ options and a letter answer is ``multiple_choice``, a short answer ``numerical``
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.realworldqa import (
@@ -27,9 +26,7 @@ SHARDS = ("data/test-00000-of-00002.parquet", "data/test-00001-of-00002.parquet"
 
 def _webp(shade: int) -> dict[str, Any]:
     # The hub stores RealWorldQA's photographs as webp.
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (40, 30), (shade, 120, 255 - shade)).save(buffer, format="WEBP")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 120, 255 - shade), (40, 30), "WEBP")
 
 
 def _mc(question: str, options: list[str]) -> str:
@@ -69,15 +66,10 @@ def shard_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 def write_rows(root: Path, file: str, rows: list[dict[str, Any]]) -> None:
     """Write rows as the hub stores them (the card's features: question, answer, image)."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
-    features = Features({"question": Value("string"), "answer": Value("string"), "image": Image()})
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {"question": Value("string"), "answer": Value("string"), "image": Image()}
+    write_parquet(root / file, rows, features)
 
 
 def write_realworldqa_fixture(root: Path) -> None:

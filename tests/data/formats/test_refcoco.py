@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.answers import dumps_box
 from vlrl.data.formats import convert_dataset
@@ -29,9 +28,7 @@ INSTRUCTION = (
 
 
 def _jpeg(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (WIDTH, HEIGHT), (shade, 128, 255 - shade)).save(buffer, format="JPEG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 128, 255 - shade), (WIDTH, HEIGHT), "JPEG")
 
 
 def _row(
@@ -80,26 +77,19 @@ def rows_testb() -> list[dict[str, Any]]:
 
 def write_rows(root: Path, file: str, rows: list[dict[str, Any]]) -> None:
     """Write rows as the hub stores them (the dataset card's features)."""
-    import datasets
-    from datasets import Features, Image, Sequence, Value
+    from datasets import Image, Sequence, Value
 
-    datasets.disable_progress_bars()
-    features = Features(
-        {
-            "question_id": Value("string"),
-            "image": Image(),
-            "question": Value("string"),
-            "answer": Sequence(Value("string")),
-            "segmentation": Sequence(Value("float32")),
-            "bbox": Sequence(Value("float32")),
-            "iscrowd": Value("int8"),
-            "file_name": Value("string"),
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "question_id": Value("string"),
+        "image": Image(),
+        "question": Value("string"),
+        "answer": Sequence(Value("string")),
+        "segmentation": Sequence(Value("float32")),
+        "bbox": Sequence(Value("float32")),
+        "iscrowd": Value("int8"),
+        "file_name": Value("string"),
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_refcoco_fixture(root: Path) -> None:

@@ -4,12 +4,11 @@ task, ids made unique by the scenario."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.visnumbench import answer_letter, parse_options
@@ -22,9 +21,7 @@ COLUMNS = ("class", "id", "question", "option", "answer", "task_class", "Attribu
 
 
 def _png(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (36, 28), (shade, 90, 200)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 90, 200), (36, 28))
 
 
 def visnumbench_rows() -> list[dict[str, Any]]:
@@ -67,15 +64,10 @@ def visnumbench_rows() -> list[dict[str, Any]]:
 
 def write_rows(root: Path, rows: list[dict[str, Any]], file: str = FILE) -> None:
     """Write rows as the hub stores them (the card's features; image as ``datasets.Image``)."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
-    features = Features({name: Image() if name == "image" else Value("string") for name in COLUMNS})
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {name: Image() if name == "image" else Value("string") for name in COLUMNS}
+    write_parquet(root / file, rows, features)
 
 
 def write_visnumbench_fixture(root: Path) -> None:

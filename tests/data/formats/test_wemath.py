@@ -3,12 +3,11 @@ problems in ``groups``; VLMEvalKit's prompt; the hub's irregular option strings.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image as PILImage
+from hub_parquet import encoded_image, write_parquet
 
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.wemath import parse_options
@@ -19,9 +18,7 @@ FILE = "data/testmini-00000-of-00001-adbfe22dcd3558e6.parquet"
 
 
 def _png(shade: int) -> dict[str, Any]:
-    buffer = io.BytesIO()
-    PILImage.new("RGB", (40, 30), (shade, 120, 200)).save(buffer, format="PNG")
-    return {"bytes": buffer.getvalue(), "path": None}
+    return encoded_image((shade, 120, 200), (40, 30))
 
 
 def wemath_rows() -> list[dict[str, Any]]:
@@ -75,29 +72,22 @@ def wemath_rows() -> list[dict[str, Any]]:
 def write_rows(root: Path, rows: list[dict[str, Any]], file: str = FILE) -> None:
     """Write rows as the hub stores them (``datasets`` features; ``image_path`` as
     ``datasets.Image``, ``question number`` int64)."""
-    import datasets
-    from datasets import Features, Image, Value
+    from datasets import Image, Value
 
-    datasets.disable_progress_bars()
     string = Value("string")
-    features = Features(
-        {
-            "ID": string,
-            "split": string,
-            "knowledge concept": string,
-            "question": string,
-            "option": string,
-            "answer": string,
-            "image_path": Image(),
-            "key": string,
-            "question number": Value("int64"),
-            "knowledge concept description": string,
-        }
-    )
-    columns = {name: [row.get(name) for row in rows] for name in features}
-    path = root / file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    features = {
+        "ID": string,
+        "split": string,
+        "knowledge concept": string,
+        "question": string,
+        "option": string,
+        "answer": string,
+        "image_path": Image(),
+        "key": string,
+        "question number": Value("int64"),
+        "knowledge concept description": string,
+    }
+    write_parquet(root / file, rows, features)
 
 
 def write_wemath_fixture(root: Path) -> None:

@@ -1,4 +1,4 @@
-"""RL algorithms, chosen by ``grpo.algorithm`` (DESIGN.md "Registries"):
+"""RL algorithms, chosen by ``grpo.algorithm`` (README.md "Algorithms and paper recipes"):
 
 - ``grpo``: TRL's GRPOTrainer as is.
 - ``trust_grpo``: SophiaVL-R1's Trust-GRPO (:mod:`vlrl.algorithms.trust_grpo`).
@@ -10,6 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from vlrl.config import GRPOConfig
+from vlrl.rewards.sophiavl import THINKING_REWARD
+
+ADDED_REWARDS = {"trust_grpo": THINKING_REWARD}
+"""The reward an algorithm adds itself (grpo.rewards then lists only the others)."""
 
 
 def build_trainer(cfg: GRPOConfig, **trainer_kwargs: Any):
@@ -17,12 +21,12 @@ def build_trainer(cfg: GRPOConfig, **trainer_kwargs: Any):
     if cfg.algorithm == "trust_grpo":
         from vlrl.algorithms.trust import rule_from_settings
         from vlrl.algorithms.trust_grpo import TrustGRPOTrainer
-        from vlrl.rewards.thinking import get_thinking_reward
+        from vlrl.rewards import get_reward
 
         assert cfg.trust is not None  # config validation guarantees it
         return TrustGRPOTrainer(
             trust_rule=rule_from_settings(cfg.trust, cfg.max_steps),
-            thinking=get_thinking_reward(cfg.trust.reward_model),
+            thinking=get_reward(THINKING_REWARD, cfg.trust),
             **trainer_kwargs,
         )
     if cfg.algorithm == "self_reward":

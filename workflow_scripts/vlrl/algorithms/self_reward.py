@@ -1,5 +1,5 @@
-"""``self_reward``: Vision-SR1's visual self-reward on TRL's GRPOTrainer
-(reference/vision-sr1-easyr1.md §1.2).
+"""``self_reward``: Vision-SR1's visual self-reward on TRL's GRPOTrainer (zli12321/Vision-SR1
+@ 4480e08, ``verl/trainer/ray_trainer.py`` ``fit()``).
 
 After the first pass, the policy answers each question again from its own description, without
 the image: the description is the first ``<description>`` block of the completion (the whole

@@ -1,11 +1,12 @@
-"""Trust-GRPO's group arithmetic (SophiaVL-R1; reference/sophiavl-satori.md §A1, §A2).
+"""Trust-GRPO's group arithmetic (SophiaVL-R1: arXiv:2505.17018 §3.4 and the released code).
 
 Pure functions over one group of responses to one question, so each rule has a table test. The
 trainer (:mod:`vlrl.algorithms.trust_grpo`) calls :func:`select_queries` to decide which
 responses go to the thinking reward model, then :func:`combine` to turn the thinking scores into
 the term added to each outcome reward.
 
-Released code (``variant="released"``, the default; §A2, ``CustomRewardManager.__call__``):
+Released code (``variant="released"``, the default; kxfan2002/SophiaVL-R1 @ a818494,
+``verl/workers/reward/custom.py`` ``CustomRewardManager.__call__``):
 
 1. Skip rule: every outcome ≥ 0.9 or every outcome ≤ 0.1 → no queries, thinking term 0 for the
    group, discount 0 (γ logged as 0.5).

@@ -1,4 +1,5 @@
-"""``trust_grpo``: SophiaVL-R1's Trust-GRPO on TRL's GRPOTrainer (reference/sophiavl-satori.md §A2).
+"""``trust_grpo``: SophiaVL-R1's Trust-GRPO on TRL's GRPOTrainer (kxfan2002/SophiaVL-R1 @
+a818494, ``verl/workers/reward/custom.py``).
 
 The configured rewards (``grpo.rewards``, e.g. ``sophiavl.outcome``) are the outcome score; this
 trainer adds one reward column, ``sophiavl.thinking``, holding the trust-weighted, annealed
@@ -27,7 +28,7 @@ from accelerate.utils import gather
 from trl import GRPOTrainer
 
 from vlrl.algorithms.trust import TrustRule, combine, select_queries
-from vlrl.config import THINKING_REWARD
+from vlrl.rewards.sophiavl import THINKING_REWARD
 from vlrl.rewards.thinking import ThinkingReward
 
 log = logging.getLogger(__name__)

@@ -25,6 +25,19 @@ class Generator(Protocol):
     ) -> list[str | Failure]: ...
 
 
+def generating_processes(cfg: InferConfig) -> int:
+    """Processes to generate with: ``cfg.workers`` for the local ``hf`` backend, else one (vLLM
+    and servers batch for themselves). The infer stage splits its items among them; the infer
+    rule holds ``cpu_threads`` cores for each (``rules/common.smk``).
+
+    >>> generating_processes(InferConfig(backend="hf", workers=2))
+    2
+    >>> generating_processes(InferConfig(backend="vllm", workers=2))
+    1
+    """
+    return cfg.workers if cfg.backend == "hf" else 1
+
+
 def make_generator(cfg: InferConfig, model_dir: str, seed: int) -> Generator:
     """The backend ``cfg.backend`` for ``model_dir``."""
     if cfg.backend == "hf":

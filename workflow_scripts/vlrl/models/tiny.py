@@ -1,6 +1,6 @@
 """A tiny Qwen2.5-VL built locally: the real architecture and processor classes, random weights.
 
-The recipe (``/work/shared/reference/verified-here.md``): a byte-level BPE tokenizer trained on a
+The recipe: a byte-level BPE tokenizer trained on a
 small corpus with Qwen's special tokens, the reasoning tags as single (non-special) tokens and a
 Qwen2-VL chat template; a ``Qwen2_5_VLConfig`` shrunk to a few hundred thousand parameters whose
 special-token ids come from that tokenizer; the real ``Qwen2_5_VLProcessor``. The result loads

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-ORDER = ("base", "sft", "grpo")
-"""Checkpoints in the order they are trained and shown."""
+from vlrl.paths import CHECKPOINTS
 
 COLORS = {"base": "#1f77b4", "sft": "#ff7f0e", "grpo": "#d62728"}
 """One colour per checkpoint, in the accuracy plot and the gallery's boxes alike."""
@@ -26,9 +25,9 @@ def label(checkpoint: str, sft_enabled: bool) -> str:
 
 
 def ordered(checkpoints: list[str]) -> list[str]:
-    """``checkpoints`` in :data:`ORDER`.
+    """``checkpoints`` in the order they are trained and shown (:data:`vlrl.paths.CHECKPOINTS`).
 
     >>> ordered(["grpo", "base"])
     ['base', 'grpo']
     """
-    return sorted(checkpoints, key=ORDER.index)
+    return sorted(checkpoints, key=CHECKPOINTS.index)

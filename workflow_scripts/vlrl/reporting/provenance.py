@@ -23,7 +23,6 @@ import yaml
 from vlrl import paths
 from vlrl.errors import StageError
 from vlrl.reporting.labels import label
-from vlrl.workflow import stage_deps
 
 if TYPE_CHECKING:  # the rules import this module to list the report's inputs: keep it light
     from vlrl.reporting.frames import Evaluation
@@ -209,11 +208,13 @@ def fingerprint(files: list[str], root: Path) -> str:
     return digest.hexdigest()
 
 
-def code(stage: str) -> dict[str, Any]:
-    """The stage's code files (:mod:`vlrl.workflow.stage_deps`: its modules, what they import
-    and the templates they declare) and their fingerprint."""
-    root = stage_deps.source_root().parent
-    files = stage_deps.code_files(stage, root)
+def code(stage: str, files: list[str], root: Path) -> dict[str, Any]:
+    """The stage's code files (relative to ``root``) and their fingerprint.
+
+    The files are those :func:`vlrl.workflow.stage_deps.code_files` derives (its modules, what
+    they import and the templates they declare), the report rule's ``code`` input: the ``vlrl``
+    command passes them in (the orchestration layer lists them; this module does not import it).
+    """
     return {"stage": stage, "files": files, "sha256": fingerprint(files, root)}
 
 
@@ -222,8 +223,11 @@ def collect(
     cfg: Any,
     reads: tuple[str, ...],
     evaluations: list[Evaluation],
+    code_files: list[str],
+    code_root: Path,
 ) -> dict[str, Any]:
-    """Everything the provenance section shows (see the module docstring)."""
+    """Everything the provenance section shows (see the module docstring); ``code_files``
+    (relative to ``code_root``) are the report stage's code (:func:`code`)."""
     return {
         "experiment": exp,
         "experiment_file": f"config/experiments/{exp}.yaml",
@@ -233,6 +237,6 @@ def collect(
         "data": data_info(evaluations),
         "libraries": libraries(paths.root()),
         "judges": judges(evaluations, cfg.sft.enabled),
-        "code": code("report"),
+        "code": code("report", code_files, code_root),
         "commit": COMMIT,
     }

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from vlrl import paths
-from vlrl.config import ConfigProblems, KeyProblems, Section, _load_yaml_model
+from vlrl.config import ConfigProblems, KeyProblems, Section, load_named
 from vlrl.errors import ConfigError
 
 ColumnScale = Literal["percent", "fraction", "raw"]
@@ -145,10 +145,7 @@ def load_reference(name: str) -> Reference:
         ConfigError: naming the file when it is missing; a ConfigProblems with one
             ``<file>: <dotted key>: <what is wrong>`` line per problem.
     """
-    path = reference_file(name)
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such reference {name!r}; known: {references()}")
-    return _load_yaml_model(path, Reference)
+    return load_named(reference_file(name), Reference, "reference")
 
 
 def reference_problems(name: str) -> list[str]:

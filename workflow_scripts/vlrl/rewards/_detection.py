@@ -1,7 +1,7 @@
-"""Text, box and detection helpers of the VLM-R1 rewards (reference/vlm-r1.md §1.1, §1.3).
+"""Text, box and detection helpers of the VLM-R1 rewards.
 
 Everything here follows the released code of om-ai-lab/VLM-R1 (``grpo_jsonl.py`` and
-``vlm_modules/qwen_module.py``) as the reference describes it, quirks included; deviations are
+``vlm_modules/qwen_module.py``) at commit 90052f4, quirks included; deviations are
 named where they occur. Ground-truth problems raise :class:`GroundTruthError` (the reward adds the
 row); anything wrong with a *prediction* scores like the released code (usually 0).
 """
@@ -46,7 +46,7 @@ def clean_text(text: str) -> str:
 
 
 def iou(a: list[float], b: list[float]) -> float:
-    """IoU shared by VLM-R1's training and evaluation (§1.1 item 5).
+    """IoU shared by VLM-R1's training and evaluation (``iou_reward``, ``test_rec_r1.py``).
 
     The intersection runs from ``max(x1)`` to ``min(x2) - 1`` (+1 for the width) and counts only
     when that extent is strictly positive, so overlaps of at most 1 px give 0; the union is the
@@ -91,7 +91,7 @@ Size = tuple[float, float]
 
 def input_and_original_size(row: int, columns: dict[str, Any]) -> tuple[Size, Size] | None:
     """``((width, height) of the model-input frame, (width, height) of the original image)``
-    of ``row`` (§1.1 item 3); None unless both are known.
+    of ``row`` (the rescaling of commit 00755a2); None unless both are known.
 
     Input frame: ``image_grid_thw[row]`` (``[t, h, w]`` patches of 14 px) or else
     ``input_size[row]`` (``[width, height]``). Original: ``image_sizes[row]`` (first ``[width,
@@ -143,7 +143,7 @@ def rec_iou(text: str, gt: list[float], sizes: tuple[Size, Size] | None) -> floa
             box = [box[0] / in_w * img_w, box[1] / in_h * img_h,
                    box[2] / in_w * img_w, box[3] / in_h * img_h]  # fmt: skip
         return iou(box, gt)
-    except Exception:  # §1.1: the released code scores any exception as 0
+    except Exception:  # the released iou_reward scores any exception as 0
         return 0.0
 
 
@@ -274,7 +274,7 @@ def _coco_stats(pred_key: str, gt_key: str) -> tuple[float, float]:
 
 
 def map_score(pred_text: str, gt_text: str, stat: int, length_factor: bool) -> float:
-    """VLM-R1's ``map_reward`` on answer contents (§1.3): COCO AP (``stat`` 0) or AP50 (1) of the
+    """VLM-R1's ``map_reward`` on answer contents: COCO AP (``stat`` 0) or AP50 (1) of the
     last ```` ```json ```` blocks; both lists empty → 1, one empty → 0; with ``length_factor``
     the result is multiplied by ``min(1, n_gt / n_pred)`` (odLength)."""
     gts = gt_boxes(gt_text, block=-1)
@@ -334,7 +334,7 @@ def detection_score(
     beta: float = 0.0,
     gamma: float = 0.3,
 ) -> float:
-    """VLM-R1's ``detection_score`` (§1.3 weighted_sum) on cleaned texts.
+    """VLM-R1's ``detection_score`` (reward ``weighted_sum``) on cleaned texts.
 
     Greedy matching takes the highest-IoU unmatched pair until the best is below
     ``iou_threshold``; a label mismatch still consumes the pair but scores IoU 0. Score =
@@ -380,7 +380,7 @@ def detection_score(
 
 
 def repetition_score(content: str) -> float:
-    """VLM-R1's ``repetition_reward`` (§1.3): ``-(1 - unique/total)`` n-grams, in [-1, 0].
+    """VLM-R1's ``repetition_reward``: ``-(1 - unique/total)`` n-grams, in [-1, 0].
 
     With a parsable non-empty JSON list (first ```` ```json ```` fence, else first ```` ``` ````
     fence, else a ``[{..."bbox_2d"..."label"...}]`` array), 1-grams over ``"{bbox_2d}_{label}"``

@@ -1,8 +1,8 @@
 """Rewards of the SATORI-R1 recipe: caption → bbox → answer.
 
-Follows reference/sophiavl-satori.md §B1–§B2, i.e. the released ms-swift plugin (justairr/SATORI-R1
-``plugin.py`` @8923be7 and ``prompt.txt``). The four rewards are summed with weight 1 each (§B1
-"Combination", maximum 4). The prompt format ``caption_bbox_answer`` and its texts
+Follows the released ms-swift plugin of justairr/SATORI-R1 (``plugin.py`` @8923be7, ``prompt.txt``
+@8857b30). ms-swift sums the four rewards with its default weight 1 each (maximum 4).
+The prompt format ``caption_bbox_answer`` and its texts
 (``CAPTION_BBOX_ANSWER_SYSTEM_PROMPT``, ``SATORI_FORMAT_PATTERN``, ``CAPTION_BBOX_ANSWER_PATTERN``,
 re-exported here) are declared in :mod:`vlrl.prompts`.
 
@@ -38,7 +38,7 @@ SATORI_MAX_PIXELS = 401408
 
 
 def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """``satori.format`` (§B1 ``external_format``): caption → bbox ``[[…]]`` → answer, 1.0 or 0.0.
+    """``satori.format`` (``external_format``): caption → bbox ``[[…]]`` → answer, 1.0 or 0.0.
 
     Reads no columns.
 
@@ -80,7 +80,7 @@ def smart_resize(
 
 
 def parse_boxes(text: str) -> list[list[float]] | None:
-    """Boxes from the first ``<bbox>`` block as §B1 parses them; None when it scores 0.
+    """Boxes from the first ``<bbox>`` block as ``plugin.py`` parses them; None when it scores 0.
 
     ``ast.literal_eval``; a flat ``[x1, y1, x2, y2]`` is wrapped; every box must be a list of 4
     numbers. Deviation: the released ``plugin.py::BoundingBoxAccuracy`` catches only SyntaxError
@@ -136,7 +136,7 @@ def _union_area(rects: list[Rect]) -> float:
 
 
 def union_iou(pred: list[list[float]], gold: list[list[float]]) -> float:
-    """§B1 ``union_iou``: area(∪P ∩ ∪G) / (area(∪P ∪ ∪G) + 1e-6), in [0, 1).
+    """``plugin.py`` ``union_iou``: area(∪P ∩ ∪G) / (area(∪P ∪ ∪G) + 1e-6), in [0, 1).
 
     Exact rectangle geometry in place of shapely's ``unary_union``.
 
@@ -153,7 +153,7 @@ def union_iou(pred: list[list[float]], gold: list[list[float]]) -> float:
 
 
 class BBoxIoUReward:
-    """``satori.bbox_iou`` (§B1 ``external_bbox_acc``): union IoU of the predicted boxes, rescaled
+    """``satori.bbox_iou`` (``external_bbox_acc``): union IoU of the predicted boxes, rescaled
     from the model-input frame to original pixels, against the reference boxes.
 
     Reads ``boxes`` (SATORI ``bboxs``) and ``image_sizes`` (or SATORI's ``width``/``height``).
@@ -252,7 +252,7 @@ def vqa_reward(
     possible_answers: list[list[str] | None] | None = None,
     **kwargs: Any,
 ) -> list[float | None]:
-    """``satori.vqa`` (§B1 ``extern_vqa_acc``): 1.0 when the first ``<answer>``, stripped, is an
+    """``satori.vqa`` (``extern_vqa_acc``): 1.0 when the first ``<answer>``, stripped, is an
     exact member of the accepted answers (no case, punctuation or article normalisation).
 
     Reads ``possible_answers`` (list[str] per row; a bare string counts as one answer); when the
@@ -307,7 +307,7 @@ def _tokenizer(kind: str):
 
 
 class CaptionReward:
-    """``satori.caption`` (§B1 ``external_caption_acc``): ½·(BLEU-4 + ROUGE-L F1) of the first
+    """``satori.caption`` (``external_caption_acc``): ½·(BLEU-4 + ROUGE-L F1) of the first
     ``<caption>`` (stripped) against the reference caption, in [0, 1].
 
     BLEU: nltk ``sentence_bleu``, default 4-gram weights, ``SmoothingFunction().method1``, on

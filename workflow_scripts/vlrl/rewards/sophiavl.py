@@ -1,7 +1,7 @@
 """Rewards of the SophiaVL-R1 recipe: rule-based outcome rewards and the pure parts of the
 thinking reward.
 
-Follows reference/sophiavl-satori.md §A3–§A5, i.e. the released code (kxfan2002/SophiaVL-R1
+Follows the released code (kxfan2002/SophiaVL-R1 @ a818494:
 ``verl/utils/reward_score/math.py``, ``verl/workers/reward/custom.py``, ``verl/trainer/main.py``,
 ``verl/utils/dataset.py``).
 
@@ -11,8 +11,10 @@ Columns read: ``answer`` (ground truth; ``<answer>…</answer>`` is unwrapped wh
 and every other type (``yes_no``, ``grounding``, ``detection``, unknown names) falls back to the
 numerical scorer, as the released dispatch does (``reward_fn_dict.get(type, numerical)``).
 
-``sophiavl.thinking`` (the reward-model score of §A3) is **not registered**: its network client
-(async, bounded, retries, cache) is a separate module. This module holds its pure parts:
+``sophiavl.thinking`` (the reward model's score, :data:`THINKING_REWARD`) is registered as
+a reward built from ``grpo.reward_model`` (:class:`vlrl.rewards.ConfiguredReward`): its network
+client (async, bounded, retries, cache) is :mod:`vlrl.rewards.thinking`. This module holds its
+pure parts:
 :func:`decoded_chat_prompt`, :func:`thinking_prompt_text`, :func:`thinking_request` and
 :func:`parse_thinking_score`.
 """
@@ -32,14 +34,14 @@ from vlrl.prompts import SOPHIAVL_TYPE_TEMPLATE as SOPHIAVL_TYPE_TEMPLATE
 from vlrl.prompts import sophiavl_type as sophiavl_type
 from vlrl.rewards.common import completion_text
 
-# --- prompts (§A5): declared in vlrl.prompts (format ``sophiavl_think``) ----------------------
+# --- prompts (verl/utils/dataset.py): declared in vlrl.prompts (format ``sophiavl_think``) ----
 
 _FORMAT = re.compile(SOPHIAVL_THINK_PATTERN, re.DOTALL)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 
 def sophiavl_user_text(problem: str, problem_type: str, options: list[str] | None = None) -> str:
-    """The user turn as ``RLHFDataset.__getitem__`` builds it (§A5).
+    """The user turn as ``RLHFDataset.__getitem__`` builds it (``verl/utils/dataset.py``).
 
     Multiple-choice options are joined with ``"; "`` and appended with no separator; ``<image>``
     is prepended when missing (a converter puts the image there); then the question template and
@@ -56,7 +58,7 @@ def sophiavl_user_text(problem: str, problem_type: str, options: list[str] | Non
     return SOPHIAVL_QUESTION_TEMPLATE.format(Question=problem) + SOPHIAVL_TYPE_TEMPLATE[kind]
 
 
-# --- outcome rewards (§A4) ---------------------------------------------------------------------
+# --- outcome rewards (verl/utils/reward_score/math.py) -----------------------------------------
 
 
 @functools.cache
@@ -94,7 +96,7 @@ def unwrap_answer(answer: str) -> str:
 
 
 def think_answer_format(text: str) -> float:
-    """§A4 ``math_format_reward``: 1.0 when ``text`` full-matches :data:`SOPHIAVL_THINK_PATTERN`.
+    """``math_format_reward``: 1.0 when ``text`` full-matches :data:`SOPHIAVL_THINK_PATTERN`.
 
     >>> think_answer_format("<think>a</think>x<answer>1</answer>y"), think_answer_format(" <think>")
     (1.0, 0.0)
@@ -152,7 +154,7 @@ SCORERS = {
 
 
 def outcome_score(response: str, answer: str, problem_type: str) -> float:
-    """One response's outcome reward (§A4, with custom.py's preprocessing from §A2 step 1).
+    """One response's outcome reward (``math.py``, with ``custom.py``'s preprocessing).
 
     >>> outcome_score("<think>t</think><answer>$5$</answer>", "<answer>5</answer>", "numerical")
     1.0
@@ -164,7 +166,7 @@ def outcome_score(response: str, answer: str, problem_type: str) -> float:
 def outcome_reward(
     completions: list[Any], answer: list[str], problem_type: list[str], **kwargs: Any
 ) -> list[float | None]:
-    """``sophiavl.outcome`` (§A4): the per-type rule score, gated on the think/answer format.
+    """``sophiavl.outcome``: the per-type rule score, gated on the think/answer format.
 
     Reads ``answer`` and ``problem_type``. Range [0, 1]; 0.0 whenever the format fails.
 
@@ -179,7 +181,7 @@ def outcome_reward(
 
 
 def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """``sophiavl.format`` (§A4 ``math_format_reward``), 1.0 or 0.0. Reads no columns.
+    """``sophiavl.format`` (``math_format_reward``), 1.0 or 0.0. Reads no columns.
 
     The released code never adds it to the reward: it only gates ``sophiavl.outcome``. Register
     it with weight 0 to log it.
@@ -190,7 +192,7 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     return [think_answer_format(strip_dollars(completion_text(c))) for c in completions]
 
 
-# --- thinking reward: request text and reply parsing (§A3) -------------------------------------
+# --- thinking reward: request text and reply parsing (verl/workers/reward/custom.py) -----------
 
 THINKING_SYSTEM_PROMPT = "You are a helpful assistant."
 THINKING_PROMPT_PREFIX = (
@@ -222,7 +224,7 @@ QWEN_DEFAULT_SYSTEM = "You are a helpful assistant."
 
 def decoded_chat_prompt(messages: list[dict[str, Any]]) -> str:
     """A conversational prompt as custom.py sees it: Qwen2/2.5-VL chat template with the
-    generation prompt, decoded with special tokens skipped (§A3 "decoded prompt").
+    generation prompt, decoded with special tokens skipped (as ``custom.py`` does).
 
     Roles and contents are joined as ``role\\ncontent\\n``; image blocks and ``<image>``
     placeholders vanish (they become special tokens); Qwen's default system turn is added when the
@@ -248,7 +250,7 @@ def decoded_chat_prompt(messages: list[dict[str, Any]]) -> str:
 
 
 def thinking_prompt_text(prompt: str, response: str, has_image: bool) -> str:
-    """The text part of the reward-model request (§A3): the decoded prompt (``<image> ``
+    """The text part of the reward-model request (``custom.py``): the decoded prompt (``<image> ``
     prepended for image samples when missing) and the full response with ``$`` stripped.
 
     >>> text = thinking_prompt_text("user\\nQ\\n", "<think>$x$</think><answer>1</answer>", True)
@@ -273,7 +275,7 @@ def thinking_prompt_text(prompt: str, response: str, has_image: bool) -> str:
 def thinking_request(
     model: str, prompt: str, response: str, image_png_b64: str | None
 ) -> dict[str, Any]:
-    """The JSON body custom.py posts to ``/v1/chat/completions`` (§A3).
+    """The JSON body custom.py posts to ``/v1/chat/completions``.
 
     ``image_png_b64`` is the sample's first image as base64 PNG (None for text-only samples).
 
@@ -316,7 +318,7 @@ _SCORE_EXTRACTORS: list[tuple[re.Pattern[str], Any]] = [
 
 def parse_thinking_score(reply: str) -> float:
     """custom.py ``extract_score``: the first extractor that matches, clipped to [0, 1]; 0.0 when
-    none matches (§A3 "Parsing").
+    none matches (``custom.py`` ``extract_score``).
 
     A number that does not parse (``</think> 1.2.3``) makes the released code raise, retry the
     request and finally score 0; here it scores 0.0 directly.
@@ -334,6 +336,9 @@ def parse_thinking_score(reply: str) -> float:
             return float(min(max(score, 0), 1))
     return 0.0
 
+
+THINKING_REWARD = "sophiavl.thinking"
+"""The reward-model reward: built from ``grpo.reward_model``; trust_grpo adds it itself."""
 
 REWARDS = {
     "sophiavl.outcome": outcome_reward,

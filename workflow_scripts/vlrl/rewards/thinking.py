@@ -1,5 +1,5 @@
 """``sophiavl.thinking``: SophiaVL-R1's thinking reward model behind any OpenAI-compatible
-endpoint (reference/sophiavl-satori.md §A3).
+endpoint (kxfan2002/SophiaVL-R1 @ a818494, ``verl/workers/reward/custom.py``).
 
 The request body is :func:`vlrl.rewards.sophiavl.thinking_request` (generic system turn, the
 decoded prompt plus the full response, the sample's first image as a base64 PNG data URL,
@@ -24,7 +24,7 @@ Differences from the released client, which are deliberate:
   started is refused (:class:`~vlrl.endpoints.EndpointClient`).
 
 The Trust-GRPO group logic (skip rule, querying only when the outcome score is ≥ 0.2, the trust
-weight, annealing; §A2) is not here: this callable scores every completion it is given.
+weight, annealing) is not here: this callable scores every completion it is given.
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from vlrl.config import THINKING_REWARD, ThinkingRewardConfig
+from vlrl.config import ThinkingRewardConfig
 from vlrl.endpoints import EndpointCache, EndpointClient, Failure
 from vlrl.rewards.common import completion_text
 from vlrl.rewards.sophiavl import (
     _SCORE_EXTRACTORS,
+    THINKING_REWARD,
     decoded_chat_prompt,
     parse_thinking_score,
     thinking_request,
@@ -130,7 +131,7 @@ def prompt_text(prompt: Any) -> str:
 
 
 class ThinkingReward:
-    """``sophiavl.thinking`` (§A3): an async TRL reward function, in [0, 1] or None.
+    """``sophiavl.thinking``: an async TRL reward function, in [0, 1] or None.
 
     Reads ``prompts`` and, when present, the ``images`` (or ``image``) column; the first image
     of a row is sent. Picklable (the endpoint client holds no connection between calls).

@@ -1,26 +1,26 @@
 r"""Rewards of the Vision-SR1 recipe: see → think → ``\boxed{}``, with a visual self-reward.
 
-Follows reference/vision-sr1-easyr1.md §1–§2, i.e. the released code (zli12321/Vision-SR1
+Follows the released code (zli12321/Vision-SR1 @ 4480e08:
 ``train_examples/reward_function/see_think_selfReward.py`` and ``verl/trainer/ray_trainer.py``).
 
 A response is ``<description>…</description><think>…</think>\boxed{…}``; there is no ``<answer>``
-tag (§1.1). The prompt format ``see_think_boxed`` and its texts (``SEE_THINK_SUFFIX``,
+tag. The prompt format ``see_think_boxed`` and its texts (``SEE_THINK_SUFFIX``,
 ``SEE_THINK_TEMPLATE``, ``SEE_THINK_PATTERN``, re-exported here) are declared in
 :mod:`vlrl.prompts`. Every training step runs a second, image-free pass of the same policy on a
 prompt built from the first response's description (:func:`extract_description`,
-:func:`self_reward_prompt`, §1.2). The texts it generates reach the rewards in the column
+:func:`self_reward_prompt`). The texts it generates reach the rewards in the column
 **``self_reward_responses``** (list[str | None], aligned with ``completions``), filled by the
 ``self_reward`` algorithm.
 
 Columns read: ``answer`` (ground truth, graded by mathruler) and ``self_reward_responses``.
 
-Weights (§1.3 table, row 2, the released ``compute_score``): overall = 0.9·acc + 0.1·fmt + 1.0·vis,
+Weights (the released ``compute_score``): overall = 0.9·acc + 0.1·fmt + 1.0·vis,
 range [0, 2]. In TRL the same advantage comes from rewards ``[vision_sr1.accuracy,
 vision_sr1.format, vision_sr1.visual]`` with ``reward_weights: [0.9, 0.1, 1.0]`` and the default
 ``multi_objective_aggregation: sum_then_normalize`` (each part is then logged);
 ``vision_sr1.total`` is the same sum as one function.
 
-Paper variant (§1.4, paper v2, branch ``embedding-decomposition``): acc and vis are separate
+Paper variant (arXiv:2508.19652v2, branch ``embedding-decomposition``): acc and vis are separate
 channels, each GRPO-normalised per group, weights [1.0, 1.0], format dropped. That is not a scalar
 reward, so there is no ``total_paper`` function: the nearest TRL setting is rewards
 ``[vision_sr1.accuracy, vision_sr1.visual]``, ``reward_weights: [1.0, 1.0]``,
@@ -48,7 +48,7 @@ _SEE_THINK = re.compile(SEE_THINK_PATTERN, re.DOTALL)
 _TAG_SPACE = re.compile(r"\s*(<|>|/)\s*")
 _DESCRIPTION = re.compile(r"<description>([\s\S]*?)</description>", re.DOTALL)
 
-# §1.2 step 3: ``ABS_Verify_Prompt`` of ray_trainer.py (real newlines, one backslash).
+# ``ABS_Verify_Prompt`` of verl/trainer/ray_trainer.py (real newlines, one backslash).
 ABS_VERIFY_PROMPT = (
     "Text description: {Description}\nQuestion: {Question}\nYou are provided a text description "
     "of a problem and a question. Determine the answer to the question based on the text "
@@ -61,10 +61,10 @@ PAPER_V2_TRL = {
     "reward_weights": [1.0, 1.0],
     "multi_objective_aggregation": "normalize_then_sum",
 }
-"""§1.4's decoupled loss, approximated in TRL (GDPO-style per-reward normalisation)."""
+"""Paper v2's decoupled loss, approximated in TRL (GDPO-style per-reward normalisation)."""
 
 WEIGHTS = {"accuracy": 0.9, "format": 0.1, "visual": 1.0}
-"""§1.3: ``(1 - format_weight)·acc + format_weight·fmt + vis`` with format_weight = 0.1."""
+"""Released: ``(1 - format_weight)·acc + format_weight·fmt + vis`` with format_weight = 0.1."""
 
 
 @functools.cache
@@ -76,7 +76,7 @@ def _mathruler():
 
 
 def normalize_tag_whitespace(text: str) -> str:
-    """Delete whitespace around ``<``, ``>`` and ``/`` (§1.3, the Qwen2.5-VL-32B fix).
+    """Delete whitespace around ``<``, ``>`` and ``/`` (the released Qwen2.5-VL-32B fix).
 
     >>> normalize_tag_whitespace("< think > a / b </think>")
     '<think>a/b</think>'
@@ -85,7 +85,7 @@ def normalize_tag_whitespace(text: str) -> str:
 
 
 def see_think_format(text: str) -> float:
-    r"""1.0 when ``text`` full-matches :data:`SEE_THINK_PATTERN` (§1.3 fmt), else 0.0.
+    r"""1.0 when ``text`` full-matches :data:`SEE_THINK_PATTERN` (``format_reward``), else 0.0.
 
     No whitespace normalisation here; :func:`format_reward` applies it first.
 
@@ -96,7 +96,7 @@ def see_think_format(text: str) -> float:
 
 
 def boxed_accuracy(text: str, answer: str) -> float:
-    r"""mathruler's ``grade_answer`` on the last ``\boxed{}`` of ``text`` (§1.3 acc).
+    r"""mathruler's ``grade_answer`` on the last ``\boxed{}`` of ``text``.
 
     Without a box mathruler extracts the string ``"None"``.
 
@@ -108,7 +108,7 @@ def boxed_accuracy(text: str, answer: str) -> float:
 
 
 def extract_description(text: str) -> str:
-    """The first ``<description>`` block, stripped; the whole text when there is none (§1.2).
+    """The first ``<description>`` block, stripped; the whole text when there is none, as released.
 
     The ``self_reward`` algorithm uses it to build the second-pass prompt.
 
@@ -122,7 +122,7 @@ def extract_description(text: str) -> str:
 
 
 def self_reward_prompt(description: str, question: str) -> str:
-    """The second-pass user message (§1.2 step 3): ``ABS_Verify_Prompt`` filled by ``replace``.
+    """The second-pass user message: ``ABS_Verify_Prompt`` filled by ``replace``.
 
     ``question`` is the raw problem text; ``<image>`` is removed from it. Sent as the only user
     message, with no image.
@@ -136,7 +136,7 @@ def self_reward_prompt(description: str, question: str) -> str:
 
 
 def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    r"""``vision_sr1.format`` (§1.3 fmt): description → think → ``\boxed{}``, 1.0 or 0.0.
+    r"""``vision_sr1.format`` (``format_reward``): description → think → ``\boxed{}``, 1.0 or 0.0.
 
     Whitespace around ``<``, ``>``, ``/`` is deleted first. Reads no columns.
 
@@ -148,7 +148,7 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
 
 
 def accuracy_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> list[float | None]:
-    r"""``vision_sr1.accuracy`` (§1.3 acc): last ``\boxed{}`` graded by mathruler, 1.0 or 0.0.
+    r"""``vision_sr1.accuracy``: last ``\boxed{}`` graded by mathruler, 1.0 or 0.0.
 
     Whitespace around ``<``, ``>``, ``/`` is deleted first. Reads ``answer``.
 
@@ -167,7 +167,7 @@ def visual_reward(
     self_reward_responses: list[str | None] | None = None,
     **kwargs: Any,
 ) -> list[float | None]:
-    r"""``vision_sr1.visual`` (§1.3 vis): accuracy of the image-free second-pass answer.
+    r"""``vision_sr1.visual``: accuracy of the image-free second-pass answer.
 
     Reads ``answer`` and ``self_reward_responses`` (the second-pass text for each completion,
     answered from the completion's own description). The second-pass text is graded as released:
@@ -190,7 +190,7 @@ def visual_reward(
             continue
         try:
             scores.append(boxed_accuracy(str(second), str(gold)))
-        except Exception as exc:  # the released code scores 0 on any error (§1.3 vis)
+        except Exception as exc:  # the released code scores 0 on any error
             logger.warning("vision_sr1.visual: grading failed (%s); scored 0", exc)
             scores.append(0.0)
     if len(scores) != len(completions):
@@ -206,7 +206,7 @@ def total_reward(
     self_reward_responses: list[str | None] | None = None,
     **kwargs: Any,
 ) -> list[float | None]:
-    r"""``vision_sr1.total`` (§1.3 table, row 2): 0.9·acc + 0.1·fmt + 1.0·vis, in [0, 2].
+    r"""``vision_sr1.total`` (released ``compute_score``): 0.9·acc + 0.1·fmt + 1.0·vis, in [0, 2].
 
     Reads ``answer`` and ``self_reward_responses``; raises ValueError when that column is absent
     (the sum is undefined without the second pass; use ``vision_sr1.accuracy`` for evaluation).

@@ -1,10 +1,11 @@
-"""Rewards of the VLM-R1 recipe (om-ai-lab/VLM-R1), as reference/vlm-r1.md §1 describes the
-released code. Where the paper and the code differ, the code is the default and the paper is a
+"""Rewards of the VLM-R1 recipe: the released code of om-ai-lab/VLM-R1 @ 90052f4, in
+``src/open-r1-multimodal/src/open_r1/`` (``grpo_jsonl.py``, ``vlm_modules/qwen_module.py``).
+Where the paper (arXiv:2504.07615) and the code differ, the code is the default and the paper is a
 named variant (``vlm_r1.cosine_intended``, ``vlm_r1.rec_iou_binary`` for the pre-``5faf4b1`` one).
 
 Every reward has TRL's signature ``fn(completions, **columns) -> list[float | None]``; a
 completion is a string or ``[{"role": "assistant", "content": str}]``. VLM-R1's solution string
-is ``"<answer> {answer} </answer>"`` built from our ``answer`` column (§3.1). A ground truth the
+is ``"<answer> {answer} </answer>"`` built from our ``answer`` column. A ground truth the
 reward cannot read raises ValueError naming the reward and the row.
 
 Prompt formats for these rewards (declared in :mod:`vlrl.prompts`): ``think_answer`` (default
@@ -53,7 +54,7 @@ def _texts(completions: list[Any]) -> Iterator[tuple[int, str]]:
 
 
 def _solution(answer: str) -> str:
-    """VLM-R1's solution string: tags stripped from the answer, then re-wrapped (§3.1)."""
+    """VLM-R1's solution string (``grpo_jsonl.py``): answer tags stripped, then re-wrapped."""
     return f"<answer> {answer.replace('<answer>', '').replace('</answer>', '').strip()} </answer>"
 
 
@@ -61,11 +62,11 @@ def _row_error(name: str, row: int, exc: Exception) -> ValueError:
     return ValueError(f"{name}: row {row}: {exc}")
 
 
-# --- formats (§1.2) ------------------------------------------------------------------------------
+# --- formats (format_reward, format_reward_rec) --------------------------------------------------
 
 
 def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """VLM-R1 generic format (§1.2): 1.0 iff the *whole* completion full-matches (DOTALL)
+    """VLM-R1 generic ``format_reward``: 1.0 iff the *whole* completion full-matches (DOTALL)
     ``<think>.*?</think>\\s*<answer>.*?</answer>`` (nothing before or after, not even
     whitespace), else 0.0. Reads no columns.
 
@@ -76,7 +77,7 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
 
 
 def rec_format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """VLM-R1 REC Qwen format (§1.2, ``format_reward_rec``): 1.0 iff ``re.search`` (DOTALL) finds
+    """VLM-R1 REC format (``qwen_module.format_reward_rec``): 1.0 iff ``re.search`` (DOTALL) finds
     think then an answer holding a JSON-ish ``{...[int, int, int, int]...}``. Reads no columns.
 
     >>> rec_format_reward(['<think>a</think><answer>{"bbox_2d": [1, 2, 3, 4]}</answer>',
@@ -88,7 +89,7 @@ def rec_format_reward(completions: list[Any], **kwargs: Any) -> list[float | Non
     ]
 
 
-# --- REC IoU (§1.1) ------------------------------------------------------------------------------
+# --- REC IoU (qwen_module.py iou_reward) ---------------------------------------------------------
 
 
 def _rec_ious(name: str, completions: list[Any], kwargs: dict[str, Any]) -> list[float]:
@@ -104,7 +105,7 @@ def _rec_ious(name: str, completions: list[Any], kwargs: dict[str, Any]) -> list
 
 
 def rec_iou_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """VLM-R1 REC accuracy (§1.1, ``qwen_module.iou_reward``): continuous IoU in [0, 1].
+    """VLM-R1 REC accuracy (``qwen_module.iou_reward``): continuous IoU in [0, 1].
 
     Prediction: the first ``[int, int, int, int]`` (no floats, no signs) inside the *first*
     ``<answer>``. Ground truth: column ``boxes`` (first box, xyxy original pixels) when the row
@@ -126,7 +127,7 @@ def rec_iou_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
 
 
 def rec_iou_binary_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """The REC accuracy before commit ``5faf4b1`` (§1.1 item 4; the Feb-2025 500-step
+    """The REC accuracy before commit ``5faf4b1`` (the Feb-2025 500-step
     checkpoint): 1.0 iff :func:`rec_iou_reward`'s IoU > 0.5. Same columns. (That code had no
     resize yet: give no input frame to reproduce it exactly.)
 
@@ -136,7 +137,7 @@ def rec_iou_binary_reward(completions: list[Any], **kwargs: Any) -> list[float |
     return [float(v > 0.5) for v in _rec_ious("vlm_r1.rec_iou_binary", completions, kwargs)]
 
 
-# --- math / general accuracy (§1.4) -------------------------------------------------------------
+# --- math / general accuracy (grpo_jsonl.py) ----------------------------------------------------
 
 MATH_VERIFY_TIMEOUT_S = 5  # per parse / verify call, math-verify's own default
 _pool_lock = threading.Lock()
@@ -233,7 +234,7 @@ def extract_choice(text: str) -> str | None:
 
 
 def default_accuracy(content: str, answer: str) -> float:
-    """VLM-R1's ``default_accuracy_reward`` for one completion (§1.4), in [0, 1]."""
+    """VLM-R1's ``default_accuracy_reward`` for one completion, in [0, 1]."""
     sol = _solution(answer)
     found = _GT_ANSWER.search(sol)
     truth = found.group(1).strip() if found else sol.strip()
@@ -254,7 +255,7 @@ def default_accuracy(content: str, answer: str) -> float:
 
 
 def accuracy_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> list[float | None]:
-    """VLM-R1 ``default_accuracy_reward`` (§1.4): the last ``<answer>`` (else the whole text)
+    """VLM-R1 ``default_accuracy_reward``: the last ``<answer>`` (else the whole text)
     against column ``answer``: Math-Verify (:func:`math_verify_equal`) → 1; else, if the answer
     has a digit, float equality of the ``clean_text`` strings (not floats → Levenshtein ratio);
     elif the answer is a choice letter, letter equality; else the Levenshtein ratio.
@@ -266,7 +267,7 @@ def accuracy_reward(completions: list[Any], answer: list[str], **kwargs: Any) ->
     return [default_accuracy(t, a) for (_, t), a in zip(_texts(completions), answer, strict=True)]
 
 
-# --- open-vocabulary detection (§1.3) -----------------------------------------------------------
+# --- open-vocabulary detection (grpo_jsonl.py) --------------------------------------------------
 
 
 def _od(name: str, completions: list[Any], answer: list[str], score: Callable) -> list[float]:
@@ -280,7 +281,7 @@ def _od(name: str, completions: list[Any], answer: list[str], score: Callable) -
 
 
 def odlength_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> list[float | None]:
-    """VLM-R1 ``odLength`` (§1.3, paper eq. 7-8): COCO AP@[.5:.95] × ``min(1, n_gt / n_pred)``,
+    """VLM-R1 ``odLength`` (paper §4.3, eq. 7-8): COCO AP@[.5:.95] × ``min(1, n_gt / n_pred)``,
     so hallucinated extra boxes, free under ``vlm_r1.ap``, cost through the length factor.
 
     Column ``answer``: a ```` ```json [{"bbox_2d": [x1, y1, x2, y2], "label": str}, ...]``` ````
@@ -303,14 +304,14 @@ def odlength_reward(completions: list[Any], answer: list[str], **kwargs: Any) ->
 
 
 def ap_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> list[float | None]:
-    """VLM-R1 ``od_ap`` (§1.3): COCO AP@[.5:.95] (``stats[0]``); the column, the answer
+    """VLM-R1 ``od_ap``: COCO AP@[.5:.95] (``stats[0]``); the column, the answer
     extraction and the edge cases are those of :func:`odlength_reward`, without the length
     factor (predicted labels absent from the ground truth are dropped: they cost nothing)."""
     return _od("vlm_r1.ap", completions, answer, functools.partial(od_map_score, stat=0))
 
 
 def ap50_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> list[float | None]:
-    """VLM-R1 ``od_ap50`` (§1.3): COCO AP at IoU 0.5 (``stats[1]``); otherwise as
+    """VLM-R1 ``od_ap50``: COCO AP at IoU 0.5 (``stats[1]``); otherwise as
     :func:`ap_reward`."""
     return _od("vlm_r1.ap50", completions, answer, functools.partial(od_map_score, stat=1))
 
@@ -318,7 +319,7 @@ def ap50_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> lis
 def weighted_sum_reward(
     completions: list[Any], answer: list[str], **kwargs: Any
 ) -> list[float | None]:
-    """VLM-R1 ``weighted_sum`` (§1.3): ``detection_score(iou_thr=0.5, alpha=0.7, beta=0,
+    """VLM-R1 ``weighted_sum``: ``detection_score(iou_thr=0.5, alpha=0.7, beta=0,
     gamma=0.3)`` of the cleaned last answer against column ``answer`` (first ```` ```json ````
     block; ``none`` → 1 iff the prediction is ``none``). In [0, 1].
 
@@ -331,7 +332,7 @@ def weighted_sum_reward(
 
 
 def repetition_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """VLM-R1 ``repetition_rewards`` (§1.3): in [-1, 0], see
+    """VLM-R1 ``repetition_rewards``: in [-1, 0], see
     :func:`vlrl.rewards._detection.repetition_score` (box 1-grams when a JSON box list parses,
     else word 6-grams of the whole completion). Reads no columns.
 
@@ -342,7 +343,7 @@ def repetition_reward(completions: list[Any], **kwargs: Any) -> list[float | Non
     return [repetition_score(t) for _, t in _texts(completions)]
 
 
-# --- cosine length reward (§1.3) ----------------------------------------------------------------
+# --- cosine length reward (grpo_jsonl.py cosine_rewards) ----------------------------------------
 
 
 def cosine_value(length: int, correct: bool, max_len: int = 1024) -> float:
@@ -365,7 +366,7 @@ def _lengths(completions: list[Any], completion_ids: list | None) -> list[int]:
 def cosine_reward(
     completions: list[Any], completion_ids: list | None = None, **kwargs: Any
 ) -> list[float | None]:
-    """VLM-R1 ``cosine_rewards`` as released (§1.3): the accuracy is overwritten with 1.0, so
+    """VLM-R1 ``cosine_rewards`` as released: the accuracy is overwritten with 1.0, so
     always the "correct" curve, 1.0 at L=0 → 0.5 at L=1024, periodic beyond.
 
     ``L`` is the number of tokens of the whole completion: the ``completion_ids`` kwarg (TRL
@@ -382,7 +383,7 @@ def cosine_reward(
 def cosine_intended_reward(
     completions: list[Any], answer: list[str], completion_ids: list | None = None, **kwargs: Any
 ) -> list[float | None]:
-    """The paper's / intended cosine reward (§1.3): the curve is chosen by the
+    """The paper's / intended cosine reward (after arXiv:2502.03373): the curve is chosen by the
     ``weighted_sum`` detection score ≥ 0.7 (correct: 1.0 → 0.5; else -0.5 → 0.0). Columns:
     ``answer`` (detection ground truth); ``L`` as in :func:`cosine_reward`.
 

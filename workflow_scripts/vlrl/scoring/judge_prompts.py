@@ -3,10 +3,11 @@
 Each prompt has a name, a version (part of the cache key: bump it whenever the text or the
 parser changes, so no verdict of an older prompt is reused) and a strict parser.
 
-Binary prompts (reference/evaluation.md §5, the verifier pattern): a role line, the rules of
-the answer type, two worked examples (one right, one wrong), the item between delimiters, and a
-closed vocabulary: the reply's last line must be exactly ``1`` or ``0``
-(:func:`parse_verdict`). The item's score is the verdict.
+Binary prompts (the verifier pattern of CompassVerifier, arXiv:2508.03686, and VLMEvalKit's
+``vlmeval/dataset/utils/verifier.py``): a role line, the rules of the answer type, two worked
+examples (one right, one wrong), the item between delimiters, and a closed vocabulary: the
+reply's last line must be exactly ``1`` or ``0`` (:func:`parse_verdict`). The item's score is
+the verdict.
 
 Graded prompts return a score in [0, 1] (MM-Vet's grader: :data:`MMVET_GRADER`,
 :func:`parse_mmvet_score`); an item is *correct* when it is graded 1.0 ("totally right"), and

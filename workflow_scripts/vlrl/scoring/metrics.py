@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from vlrl.errors import StageError
+from vlrl.scoring.measures import WEMATH_MEASURES
 from vlrl.scoring.stats import proportion_ci
 
 
@@ -81,18 +82,6 @@ def all_correct(items: Sequence[dict[str, Any]], key: str) -> tuple[int, int]:
     return sum(verdicts.values()), len(verdicts)
 
 
-#: The numbers :func:`wemath_four_dimensional` gives (a ``wemath_four_dimensional`` metric's
-#: ``measure``): the scores, then the four dimensions (IK and IG are the same in both settings).
-WEMATH_MEASURES = (
-    "score_strict",
-    "score_loose",
-    "IK",
-    "IG",
-    "CM_strict",
-    "CM_loose",
-    "RM_strict",
-    "RM_loose",
-)
 #: A We-Math step key: sub-question ``i`` of an ``n``-step problem, or its multi-step question.
 _WEMATH_STEP = re.compile(r"([23])steps_([1-3]|multi)")
 
@@ -180,7 +169,8 @@ def wemath_four_dimensional(
     measure: str,
     confidence: float = 0.95,
 ) -> dict[str, Any]:
-    """One of We-Math's four-dimensional metrics (``measure``, see :data:`WEMATH_MEASURES`).
+    """One of We-Math's four-dimensional metrics (``measure``, one of
+    :data:`vlrl.scoring.measures.WEMATH_MEASURES`).
 
     From the counts of :func:`wemath_counts` over N composite problems, as VLMEvalKit
     ``wemath.py::evaluate_compute_final_scores`` / ``evaluate_update_main_results_df`` report

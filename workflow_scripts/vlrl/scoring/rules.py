@@ -1,6 +1,6 @@
 """Rule-based scoring of one response: extract the final answer, then compare it by problem type.
 
-The reasoning is stripped before any matcher (reference/evaluation.md §0.1):
+The reasoning is stripped before any matcher (a number in ``<think>`` would match otherwise):
 
 1. the content of the last ``<answer>…</answer>`` (:func:`vlrl.answers.extract_answer`);
 2. if there is no answer tag, the text after the last ``</think>``;
@@ -290,7 +290,13 @@ def rescale_box(box: list[float], input_size: list[float], image_size: list[floa
     ]
 
 
-def _relaxed_float(text: str) -> float | None:
+def relaxed_float(text: str) -> float | None:
+    """The number lmms-eval's ``relaxed_correctness`` reads in ``text`` (its ``_to_float``): a
+    trailing ``%`` divides by 100; anything ``float()`` rejects (``"1,000"``) is None.
+
+    >>> relaxed_float("12%"), relaxed_float("0.57"), relaxed_float("1,000"), relaxed_float("Yes")
+    (0.12, 0.57, None, None)
+    """
     try:
         if text.endswith("%"):
             return float(text.rstrip("%")) / 100.0
@@ -311,7 +317,7 @@ def relaxed_correctness(prediction: str, target: str, max_relative_change: float
     >>> relaxed_correctness("0", "0"), relaxed_correctness("0.0", "0")
     (True, False)
     """
-    pred, gold = _relaxed_float(prediction), _relaxed_float(target)
+    pred, gold = relaxed_float(prediction), relaxed_float(target)
     if pred is not None and gold:
         return abs(pred - gold) / abs(gold) <= max_relative_change
     return prediction.lower() == target.lower()

@@ -1,8 +1,9 @@
 """Confidence intervals for accuracies and paired comparisons of two models on the same items.
 
-See reference/evaluation.md §6: a one-point gap is noise unless the comparison is paired, so the
-report gives a Wilson interval per accuracy and, for two checkpoints on the same items, the
-bootstrap interval of the mean paired difference and McNemar's exact test on the discordant items.
+A one-point gap is noise unless the comparison is paired (Miller 2024, "Adding Error Bars to
+Evals", arXiv:2411.00640), so the report gives a Wilson interval per accuracy and, for two
+checkpoints on the same items, the bootstrap interval of the mean paired difference and McNemar's
+exact test on the discordant items.
 """
 
 from __future__ import annotations

@@ -34,21 +34,18 @@ from vlrl.config import ExperimentConfig, InferConfig
 from vlrl.data.convert import to_conversation
 from vlrl.errors import StageError
 from vlrl.files import atomic_file
-from vlrl.generation import make_generator
+from vlrl.generation import generating_processes, make_generator
 from vlrl.predictions import prediction_of, write_predictions
 from vlrl.prompts import get_prompt
 from vlrl.servers import serving
+from vlrl.stages import MODEL_RUN
 from vlrl.threads import pin_cpu_threads
 
 log = logging.getLogger(__name__)
 
 #: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
 READS = (
-    "seed",
-    "cpu_threads",
-    "cpu_kernels",
-    "prompt",
-    "base_model",
+    *MODEL_RUN,
     "infer",
     "sft.enabled",
     "grpo.enabled",
@@ -61,11 +58,7 @@ def checkpoint_dir(exp: str, cfg: ExperimentConfig, checkpoint: str) -> Path:
         raise StageError(
             f"checkpoint {checkpoint!r} is not evaluated by {exp}; it has {cfg.checkpoints}"
         )
-    return {
-        "base": paths.model_resource(cfg.base_model),
-        "sft": paths.sft_dir(exp),
-        "grpo": paths.merged_model_dir(exp),
-    }[checkpoint]
+    return paths.checkpoint_model_dir(exp, checkpoint, cfg.base_model)
 
 
 def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
@@ -92,7 +85,7 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
         fingerprint(model_dir, infer_cfg, cfg.seed, [r.id for r in items], conversations),
     )
     done = partial.open()
-    shards = batch_shards(len(items), infer_cfg.batch_size, workers(infer_cfg))
+    shards = batch_shards(len(items), infer_cfg.batch_size, generating_processes(infer_cfg))
     log.info(
         "infer: %s/%s on %s: %d items, backend %s, %d process(es)%s",
         exp,
@@ -231,12 +224,6 @@ class Partial:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def workers(cfg: InferConfig) -> int:
-    """Processes to generate with: ``cfg.workers`` for the local ``hf`` backend, else one (vLLM
-    and servers batch for themselves)."""
-    return cfg.workers if cfg.backend == "hf" else 1
 
 
 def batch_shards(n_items: int, batch_size: int, n_workers: int) -> list[tuple[int, int]]:

@@ -40,6 +40,7 @@ Unscored items (no judge verdict) are left out of every number and counted.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pandas as pd
 
@@ -67,8 +68,10 @@ READS = (
 )
 
 
-def run(exp: str, cfg: ExperimentConfig) -> None:
-    """Write the experiment's report (see the module docstring)."""
+def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path) -> None:
+    """Write the experiment's report (see the module docstring). ``code_files`` (relative to
+    ``code_root``) are this stage's code, which its provenance lists and fingerprints: the
+    ``vlrl report`` command passes what :func:`vlrl.workflow.stage_deps.code_files` derives."""
     sft = cfg.sft.enabled
     evaluations = frames.load(exp, list(cfg.benchmarks), list(cfg.checkpoints))
     results = frames.results_rows(evaluations, cfg.score.confidence, sft)
@@ -104,7 +107,7 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
         "versus": tables.versus_table(published, cfg.score.confidence),
         "not_evaluated": tables.not_evaluated_table(published),
         "judged": any(ev.judged(c) for ev in evaluations for c in ev.scores),
-        "prov": provenance.collect(exp, cfg, READS, evaluations),
+        "prov": provenance.collect(exp, cfg, READS, evaluations, code_files, code_root),
         "accuracy_png": plots.accuracy_png(results, cfg.score.confidence),
         "curves_png": curves.plot_curves(trained) if trained else None,
         "curves_dir": curves.curves_dir(exp).as_posix(),

@@ -36,6 +36,7 @@ from vlrl.files import atomic_dir
 from vlrl.launch import run_group
 from vlrl.prompts import get_prompt
 from vlrl.records import read_records
+from vlrl.stages import MODEL_RUN
 from vlrl.threads import KERNEL_VARIABLES, MACHINE_KERNEL_VARIABLES
 from vlrl.volatile import split_run_times
 
@@ -43,11 +44,7 @@ log = logging.getLogger(__name__)
 
 #: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
 READS = (
-    "seed",
-    "cpu_threads",
-    "cpu_kernels",
-    "prompt",
-    "base_model",
+    *MODEL_RUN,
     "sft",
     # They set the process count, which splits every batch (the rest of resources.sft does not
     # change the result).
@@ -64,7 +61,8 @@ model's path); what they record is in ``vlrl_sft/train.yaml``."""
 RESULT_FILES = ("all_results.json", "train_results.json")
 TRAINER_STATE = "trainer_state.json"
 TRAINER_LOG = "trainer_log.jsonl"
-TEMPLATE = "qwen2_vl"  # LLaMA-Factory's template for Qwen2-VL and Qwen2.5-VL (libraries.md §2)
+# LLaMA-Factory's template for Qwen2-VL and Qwen2.5-VL (llamafactory 0.9.5 extras/constants.py)
+TEMPLATE = "qwen2_vl"
 
 
 def llamafactory_cli() -> str:
@@ -98,7 +96,7 @@ def train_args(
     seed: int,
     media_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """The LLaMA-Factory train yaml as a dict (keys of LLaMA-Factory 0.9.5, libraries.md §2).
+    """The LLaMA-Factory train yaml as a dict (keys of LLaMA-Factory 0.9.5's ``hparams`` arguments).
 
     Paths are written as given: relative ones resolve against the directory LLaMA-Factory runs
     in (the project root), so the yaml is the same in every checkout. ``data_dir`` holds

@@ -84,7 +84,6 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
     >>> registry_problems(cfg, "e.yaml")[0]  # doctest: +ELLIPSIS
     "e.yaml: prompt: 'nope' is not one of [..."
     """
-    from vlrl.config import THINKING_REWARD
     from vlrl.prompts import PROMPTS
     from vlrl.rewards import REGISTRY
 
@@ -92,7 +91,7 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
     if cfg.prompt not in PROMPTS:
         problems.append(f"{source}: prompt: {cfg.prompt!r} is not one of {sorted(PROMPTS)}")
     rewards = cfg.grpo.rewards if cfg.grpo is not None else {}
-    unknown = sorted(set(rewards) - set(REGISTRY) - {THINKING_REWARD})
+    unknown = sorted(set(rewards) - set(REGISTRY))
     if unknown:
         problems.append(
             f"{source}: grpo.rewards: unknown rewards {unknown}; known: {sorted(REGISTRY)}"
@@ -160,8 +159,30 @@ def experiment_problems(name: str, overrides: list[str] | None = None) -> tuple[
         return None, exc.problems + registry_problems(names, path)
     except ConfigError as exc:  # no such file, not YAML: nothing more to check
         return None, _lines(exc)
-    problems = registry_problems(cfg, path) + published_problems(cfg, path)
+    problems = registry_problems(cfg, path) + reward_problems(cfg, path)
+    problems += published_problems(cfg, path)
     return (None if problems else cfg), problems
+
+
+def reward_problems(cfg: Any, source: Path | str) -> list[str]:
+    """What a valid experiment's rewards need from the rest of ``grpo``: the settings of each
+    configured reward (:class:`vlrl.rewards.ConfiguredReward`), and no reward that the algorithm
+    adds itself (:data:`vlrl.algorithms.ADDED_REWARDS`)."""
+    from vlrl.algorithms import ADDED_REWARDS
+    from vlrl.rewards import settings_problems
+
+    grpo = cfg.grpo
+    problems = settings_problems(grpo.rewards, grpo)
+    added = ADDED_REWARDS.get(grpo.algorithm)
+    if added in grpo.rewards:
+        problems.append(
+            (
+                "rewards",
+                f"grpo.rewards lists {added} under {grpo.algorithm}, which adds the "
+                f"{added.rpartition('.')[2]} reward itself; list only the outcome rewards",
+            )
+        )
+    return [f"{source}: grpo.{key}: {why}" for key, why in problems]
 
 
 def published_problems(cfg: Any, source: Path | str) -> list[str]:

@@ -46,7 +46,7 @@ def to_dvc(stage_names: Iterable[str], root: Path | None = None) -> list[str]:
     if not (root / ".dvc").is_dir() or not (root / "dvc.yaml").is_file():
         log.info("handover: %s is not a DVC project; nothing to record", root)
         return []
-    resolve.main(check_dvc_yaml=False)
+    resolve.main()
     known = set((yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages", {}))
     wanted = list(dict.fromkeys(stage_names))
     unknown = [name for name in wanted if name not in known]

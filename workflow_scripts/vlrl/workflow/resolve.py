@@ -2,7 +2,7 @@
 
 A stage's params are the *resolved* values of the keys its module declares (``READS``, see
 :mod:`vlrl.workflow.stage_deps`), not the keys its experiment file happens to set: a default
-changed in ``vlrl/config.py`` reaches exactly the stages that read that key. Those values are
+changed in ``vlrl/config/`` reaches exactly the stages that read that key. Those values are
 written to one small file per stage (``results/<exp>/params/<stage>.yaml``), which is an input
 of the stage's jobs in Snakemake and a dep of its DVC stage. The stages that make shared
 resources read the resource's own file instead (:data:`RESOURCE_STAGES`): base_model
@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from vlrl import paths
-from vlrl.errors import ConfigError
+from vlrl.config.keys import select
 from vlrl.files import atomic_file
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ RESOURCE_STAGES = {
 """The stages that build shared resources, by stage name."""
 
 HEADER = (
-    "# {source} as stage {stage} reads it, vlrl/config.py's defaults filled in (vlrl resolve).\n"
+    "# {source} as stage {stage} reads it, vlrl.config's defaults filled in (vlrl resolve).\n"
     "# Generated; do not edit. The stage reruns when this file changes.\n"
 )
 
@@ -87,29 +87,6 @@ def resolved_resource(stage: str, name: str) -> dict[str, Any]:
     """Every key of the config of resource ``name`` (a model, a dataset) that resource stage
     ``stage`` makes, defaults included."""
     return RESOURCE_STAGES[stage].load(name).model_dump(mode="json")
-
-
-def lookup(tree: dict[str, Any], key: str) -> Any:
-    """The value of a dotted key.
-
-    >>> lookup({"sft": {"enabled": True}}, "sft.enabled")
-    True
-    """
-    node: Any = tree
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise ConfigError(f"no config key {key!r} (stopped at {part!r})")
-        node = node[part]
-    return node
-
-
-def select(tree: dict[str, Any], keys: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """``{key: value}`` for each dotted key, in the given order.
-
-    >>> select({"seed": 0, "sft": {"enabled": True, "lr": 1}}, ["seed", "sft.enabled"])
-    {'seed': 0, 'sft.enabled': True}
-    """
-    return {key: lookup(tree, key) for key in keys}
 
 
 def params_file(stage: str, name: str) -> Path:
@@ -195,12 +172,8 @@ def write_all(experiments: list[str]) -> list[str]:
     return written
 
 
-def main(check_dvc_yaml: bool = True) -> None:
-    """Write the params files of params.yaml's experiments; then, with ``check_dvc_yaml``, fail
-    when dvc.yaml is stale (naming the command that regenerates it)."""
+def main() -> None:
+    """Write the params files of params.yaml's experiments. (``vlrl resolve`` then fails when
+    dvc.yaml is stale: :func:`vlrl.workflow.dvc_export.main`, which depends on this module.)"""
     files = write_all(experiments_listed())
     log.info("resolve: %d params files up to date", len(files))
-    if check_dvc_yaml:
-        from vlrl.workflow import dvc_export
-
-        dvc_export.main(check_only=True)

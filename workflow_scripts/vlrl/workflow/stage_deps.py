@@ -13,8 +13,10 @@
   would silently drop the dependency).
 - **Config**: the keys the stage declares in its module's ``READS`` tuple (``"sft"`` for a whole
   section, ``"sft.enabled"`` for one value). The stage's params are the *resolved* values of
-  those keys (defaults included, see :mod:`vlrl.workflow.resolve`), so ``vlrl/config.py`` is
-  not code of any stage: a changed default reaches exactly the stages that read that key.
+  those keys (defaults included, see :mod:`vlrl.workflow.resolve`), so the ``vlrl/config/``
+  package is not code of any stage: a changed default reaches exactly the stages that read that
+  key. Keys several stages read are declared once, in a tuple of :mod:`vlrl.stages` that a
+  stage's ``READS`` unpacks (``READS = (*MODEL_RUN, "sft")``).
 
 Both are read from the source with :mod:`ast`, without importing anything, so Snakemake can
 call them while it parses the rules. A stage that reads a key it does not declare is caught by
@@ -34,8 +36,9 @@ from vlrl.errors import ConfigError
 PACKAGE = "vlrl"
 SOURCE_DIR = Path("workflow_scripts")
 """Where the package's source lives, relative to the project root."""
-NOT_CODE = frozenset({"vlrl.config"})
-"""Modules whose effect on a stage is captured by the resolved config values it reads."""
+NOT_CODE = "vlrl.config"
+"""The package whose effect on a stage is captured by the resolved config values it reads: it
+and its modules are not code of any stage."""
 ENTRY = "vlrl.cli"
 """The command every stage runs under; what it imports besides stages and tools runs first."""
 ENTRY_SKIPS = ("vlrl.stages.", "vlrl.workflow.")
@@ -130,6 +133,15 @@ def imported_modules(module: str, root: Path | None = None) -> set[str]:
     return found
 
 
+def is_config(module: str) -> bool:
+    """Whether ``module`` is the config package or one of its modules (:data:`NOT_CODE`).
+
+    >>> is_config("vlrl.config.training"), is_config("vlrl.config"), is_config("vlrl.configs")
+    (True, True, False)
+    """
+    return module == NOT_CODE or module.startswith(NOT_CODE + ".")
+
+
 def _with_parents(module: str) -> list[str]:
     """``a.b.c`` → ``[a, a.b, a.b.c]``: importing a module runs its packages' ``__init__``."""
     parts = module.split(".")
@@ -151,7 +163,7 @@ def code_modules(stage: str, root: Path | None = None) -> set[str]:
     while todo:
         module = todo.pop()
         for name in _with_parents(module):
-            if name in seen or name in NOT_CODE:
+            if name in seen or is_config(name):
                 continue
             seen.add(name)
             todo.extend(imported_modules(name, root) - seen)
@@ -237,16 +249,64 @@ def _files(path: Path, mtime_ns: int) -> tuple[str, ...]:
     return value
 
 
+def _imported_from(tree: ast.Module, name: str) -> str | None:
+    """The module that ``from <module> import <name>`` at module level takes ``name`` from."""
+    for node in tree.body:
+        if (
+            isinstance(node, ast.ImportFrom)
+            and not node.level
+            and any((alias.asname or alias.name) == name for alias in node.names)
+        ):
+            return node.module
+    return None
+
+
+def _keys_of(path: Path, node: ast.expr) -> tuple[str, ...] | None:
+    """The strings of a tuple literal whose items are strings or ``*NAME``, NAME a tuple of
+    strings assigned at module level in the ``vlrl`` module it is imported from; None when the
+    expression is not of that form."""
+    if not isinstance(node, ast.Tuple):
+        return None
+    keys: list[str] = []
+    for item in node.elts:
+        if isinstance(item, ast.Constant) and isinstance(item.value, str):
+            keys.append(item.value)
+            continue
+        if not (isinstance(item, ast.Starred) and isinstance(item.value, ast.Name)):
+            return None
+        name = item.value.id
+        source = _imported_from(_parse(path), name)
+        origin = None
+        if source and source.startswith(PACKAGE + "."):
+            package_dir = next(p for p in path.parents if p.name == PACKAGE)
+            origin = module_file(source, package_dir.parent.parent)
+        if origin is None:
+            raise ConfigError(
+                f"{path}: {READS_NAME} unpacks {name}, which is not imported from a vlrl module"
+            )
+        found, value = _literal(origin, name)
+        if not (found and _strings(value)):
+            raise ConfigError(f"{origin}: {name} must be a tuple of strings (unpacked by {path})")
+        keys += value
+    return tuple(keys)
+
+
 @functools.cache
 def _reads(path: Path, mtime_ns: int) -> tuple[str, ...]:
-    found, value = _literal(path, READS_NAME)
-    if not found:
-        raise ConfigError(
-            f"{path}: no {READS_NAME} = (...) declaring the experiment config keys the stage reads"
-        )
-    if not _strings(value):
-        raise ConfigError(f"{path}: {READS_NAME} must be a tuple of strings")
-    return value
+    for node in _parse(path).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == READS_NAME for t in targets):
+                keys = _keys_of(path, node.value)
+                if keys is None:
+                    raise ConfigError(
+                        f"{path}: {READS_NAME} must be a tuple of strings (and *NAME of a tuple "
+                        "of strings imported from a vlrl module)"
+                    )
+                return keys
+    raise ConfigError(
+        f"{path}: no {READS_NAME} = (...) declaring the experiment config keys the stage reads"
+    )
 
 
 def declared_reads(stage: str, root: Path | None = None) -> tuple[str, ...]:

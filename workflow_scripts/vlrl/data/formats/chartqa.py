@@ -21,8 +21,9 @@ and ``chartqa.yaml``:
   without its model-specific ``post_prompt`` (``"\\nAnswer the question with a single word."``;
   ``" Answer:"`` for qwen_vl), which vlrl's prompt format replaces;
 - ``answer`` = ``answer.strip()``;
-- ``problem_type`` = ``numerical`` when :func:`relaxed_float` reads the answer as a finite number
-  (the answers ``relaxed_correctness`` compares within 5 %), else ``free_form``;
+- ``problem_type`` = ``numerical`` when :func:`vlrl.scoring.rules.relaxed_float` (the scorer's
+  reading) reads the answer as a finite number (the answers ``relaxed_correctness`` compares
+  within 5 %), else ``free_form``;
 - ``task`` = ``human`` | ``augmented`` from ``type`` (lmms-eval's ``relaxed_human_split`` and
   ``relaxed_augmented_split``); ``id`` = the row's 0-based place in the split.
 
@@ -39,26 +40,12 @@ from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
 from vlrl.records import Record
+from vlrl.scoring.rules import relaxed_float
 
 DATA_SOURCE = "chartqa"
 SPLIT = "test"
 PATTERN = "data/test-*.parquet"
 TASKS = {"human_test": "human", "augmented_test": "augmented"}
-
-
-def relaxed_float(text: str) -> float | None:
-    """The number lmms-eval's ``relaxed_correctness`` reads in ``text`` (its ``_to_float``): a
-    trailing ``%`` divides by 100; anything ``float()`` rejects (``"1,000"``) is None.
-
-    >>> relaxed_float("12%"), relaxed_float("0.57"), relaxed_float("1,000"), relaxed_float("Yes")
-    (0.12, 0.57, None, None)
-    """
-    try:
-        if text.endswith("%"):
-            return float(text.rstrip("%")) / 100.0
-        return float(text)
-    except ValueError:
-        return None
 
 
 def is_number(answer: str) -> bool:

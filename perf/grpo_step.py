@@ -1,8 +1,8 @@
 """One GRPO step, measured: time per step, generated tokens/s, peak memory and model FLOPs
 utilisation (MFU), for the tiny model or a randomly initialised Qwen2.5-VL-3B-shaped one.
 
-    .venv/bin/python benchmarks/grpo_step.py --model tiny [--steps 6]
-    .venv/bin/python benchmarks/grpo_step.py --model 3b --steps 6 --peak-tflops 989   # a GPU
+    .venv/bin/python perf/grpo_step.py --model tiny [--steps 6]
+    .venv/bin/python perf/grpo_step.py --model 3b --steps 6 --peak-tflops 989   # a GPU
 
 It runs the grpo stage itself (TRL's GRPOTrainer, one process, bf16 on a GPU, fp32 on CPU) on
 generated shapes data and reads what TRL logged: ``step_time`` per step, the completions' mean

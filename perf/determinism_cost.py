@@ -1,7 +1,7 @@
 """What bit-for-bit reproducibility costs: SFT, GRPO and inference of the tiny model with native,
 avx2 and portable CPU kernels (``cpu_kernels``, vlrl/threads.py), one thread, in one run as ratios.
 
-    .venv/bin/python benchmarks/determinism_cost.py [--repeats 2]
+    .venv/bin/python perf/determinism_cost.py [--repeats 2]
 
 Each measurement runs in a process of its own, because torch fixes its kernels at a process's
 first operation: the stage's ``run`` with ``cpu_kernels`` set to each level, in an order rotated

@@ -1,11 +1,11 @@
 """Step time of each RL algorithm on the tiny model, in one run so they compare as ratios.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/algorithm_overhead.py [--steps 6]
+    OMP_NUM_THREADS=1 .venv/bin/python perf/algorithm_overhead.py [--steps 6]
 
 Runs the grpo stage from the same tiny model on the same generated shapes data with
 ``grpo`` (TRL as is), ``self_reward`` (plus Vision-SR1's image-free second pass) and
-``trust_grpo`` (plus the thinking reward model, here the local test server of
-``thinking_client.py`` answering at once), and prints the median ``step_time`` TRL logs.
+``trust_grpo`` (plus the thinking reward model, here the tests' fake server of
+``tests/fake_openai_server.py`` answering at once), and prints the median ``step_time`` TRL logs.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "perf"))
+sys.path.insert(0, str(REPO / "tests"))
 
-from thinking_client import FakeRewardModel  # noqa: E402
+from fake_openai_server import FakeRewardModel  # noqa: E402
 from tiny_project import tiny_project  # noqa: E402
 
 COMMON = [

@@ -1,8 +1,8 @@
 """LLM-judge throughput against a latency-injecting OpenAI-compatible server; a re-run's cost.
 
-    .venv/bin/python benchmarks/judge_throughput.py [--n 64] [--latency 0.2] [--concurrency 8]
+    .venv/bin/python perf/judge_throughput.py [--n 64] [--latency 0.2] [--concurrency 8]
 
-Starts the local server of ``benchmarks/thinking_client.py`` (FastAPI under uvicorn on
+Starts the tests' fake server (``tests/fake_openai_server.py``: FastAPI under uvicorn on
 127.0.0.1), which answers every chat completion with the verdict ``1`` after ``latency``
 seconds, then judges ``n`` items through :class:`vlrl.scoring.judge.Judge` (the score stage's
 judge, its persistent cache in a temporary directory):
@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from thinking_client import FakeRewardModel
+from fake_openai_server import FakeRewardModel
 
 
 def main() -> None:
@@ -36,9 +36,12 @@ def main() -> None:
 
     from vlrl.config import JudgeConfig
     from vlrl.scoring.judge import Judge, JudgeRequest
+    from vlrl.scoring.judge_prompts import prompt_for
 
+    prompt = prompt_for("numerical")
     requests = [
-        JudgeRequest(f"q{i}", f"What is {i} + 1?", str(i + 1), f"{i + 1}.0") for i in range(args.n)
+        JudgeRequest(f"q{i}", f"What is {i} + 1?", str(i + 1), f"{i + 1}.0", prompt)
+        for i in range(args.n)
     ]
     with FakeRewardModel() as server, tempfile.TemporaryDirectory() as tmp:
         server.state.latency_s = args.latency

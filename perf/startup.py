@@ -1,7 +1,7 @@
 """Process start-up with and without installed bytecode (the .pyc files `make setup` writes with
 ``uv pip install --compile-bytecode``).
 
-    .venv/bin/python benchmarks/startup.py [--repeat 3]
+    .venv/bin/python perf/startup.py [--repeat 3]
 
 Every stage, tool and training rank is a new Python process that imports large packages (torch,
 transformers, Snakemake, DVC, LLaMA-Factory). Without .pyc files, and where the shell forbids

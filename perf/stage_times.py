@@ -1,9 +1,9 @@
 """Per-stage wall and CPU time of an experiment (default: the tiny default), stage by stage.
 
-    .venv/bin/python benchmarks/stage_times.py                       # the whole tiny_shapes DAG
-    .venv/bin/python benchmarks/stage_times.py --set sft.num_train_epochs=1 \\
+    .venv/bin/python perf/stage_times.py                       # the whole tiny_shapes DAG
+    .venv/bin/python perf/stage_times.py --set sft.num_train_epochs=1 \\
         --set grpo.max_steps=20                                      # a quick probe (~1/6 of it)
-    .venv/bin/python benchmarks/stage_times.py --workdir /tmp/st --stages infer,score \\
+    .venv/bin/python perf/stage_times.py --workdir /tmp/st --stages infer,score \\
         --match sft/ --set infer.batch_size=256                      # rerun some jobs of a run
 
 Runs the commands the DAG runs (``vlrl data``, ``base-model``, ``sft``, ``grpo``, ``merge``,

@@ -1,6 +1,6 @@
 """Inference throughput of the ``hf`` backend: the default batch size against batch size 2.
 
-    .venv/bin/python benchmarks/infer_throughput.py [--items 32] [--batch-sizes 16 2]
+    .venv/bin/python perf/infer_throughput.py [--items 32] [--batch-sizes 16 2]
 
 Needs ``make run`` first (or ``dvc repro``): it generates with the embedded default's SFT model
 (``results/tiny_shapes/sft``) on the first ``--items`` of its held-out shapes split, the way the

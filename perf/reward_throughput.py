@@ -1,6 +1,6 @@
 """Reward throughput on 10,000 mixed completions (format + IoU + math-verify + ROUGE).
 
-    .venv/bin/python benchmarks/reward_throughput.py [--n 10000] [--seed 0]
+    .venv/bin/python perf/reward_throughput.py [--n 10000] [--seed 0]
 
 Prints completions per second for each reward and for the mix, measured in one run so the
 numbers compare as ratios (these machines are shared and noisy).

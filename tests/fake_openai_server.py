@@ -1,18 +1,18 @@
-"""Thinking-reward client throughput against a latency-injecting OpenAI-compatible server.
+"""A fake OpenAI-compatible chat-completions server for the tests (a test double).
 
-    .venv/bin/python benchmarks/thinking_client.py [--n 64] [--latency 0.2] [--concurrency 16]
-
-Starts :class:`FakeRewardModel` (a FastAPI app under uvicorn on 127.0.0.1, a free port) that
-answers ``POST /v1/chat/completions`` after ``latency`` seconds, then times ``n`` requests
-through :class:`vlrl.rewards.thinking.ThinkingReward` with concurrency 1 and with
-``--concurrency``. The server is also the one the endpoint tests use (``tests/test_endpoints.py``,
-``tests/rewards/test_thinking.py``, ``tests/scoring/test_judge.py``): it can answer with an
-error status, too late, or with a body that is not a chat completion (:data:`MISBEHAVIOURS`).
+:class:`FakeRewardModel` is a FastAPI app under uvicorn on 127.0.0.1 (a free port), in a
+background thread, that answers ``POST /v1/chat/completions``. Each test sets what it does
+through :class:`ServerState`: a latency, the reply (fixed, ``SCORE=x`` in the user text, a
+``scorer`` or a ``replier``), and misbehaviours: an error status, too late, or a body that is
+not a chat completion (:data:`MISBEHAVIOURS`); it records what it saw. The endpoint tests play
+their cases on it (``tests/endpoint_cases.py``, the ``endpoint`` fixture of
+``tests/conftest.py``), as do the thinking reward's and trust_grpo's tests; the timing scripts
+``perf/thinking_client.py``, ``perf/judge_throughput.py`` and ``perf/algorithm_overhead.py``
+time the clients against it.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import re
 import socket
@@ -161,39 +161,3 @@ class FakeRewardModel:
     def __exit__(self, *exc: object) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=64)
-    parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, default=16)
-    args = parser.parse_args()
-
-    from vlrl.rewards.thinking import ThinkingRewardConfig, get_thinking_reward
-
-    completions = [f"<think>step {i}</think><answer>{i}</answer>" for i in range(args.n)]
-    prompts = [[{"role": "user", "content": f"Question {i}?"}] for i in range(args.n)]
-    with FakeRewardModel() as server:
-        server.state.latency_s = args.latency
-        times = {}
-        for concurrency in (1, args.concurrency):
-            cfg = ThinkingRewardConfig(
-                base_url=server.base_url, model="thinking-reward-model", concurrency=concurrency
-            )
-            reward = get_thinking_reward(cfg)
-            start = time.perf_counter()
-            scores = asyncio.run(reward(completions, prompts=prompts))
-            times[concurrency] = time.perf_counter() - start
-            assert scores == [0.7] * args.n and reward.failures == 0, (scores, reward.stats())
-            print(
-                f"concurrency={concurrency:>2}: {args.n} requests in {times[concurrency]:.2f} s "
-                f"(server max in flight {server.state.max_in_flight})"
-            )
-            server.state.max_in_flight = 0
-    ratio = times[1] / times[args.concurrency]
-    print(f"speed-up concurrency={args.concurrency} vs 1: {ratio:.1f}x")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""A scratch project for the GRPO benchmarks: config/ copied, 256 generated shapes training
+"""A scratch project for the GRPO timing scripts: config/ copied, 256 generated shapes training
 records, and the tiny model built as the base_model stage builds it."""
 
 from __future__ import annotations

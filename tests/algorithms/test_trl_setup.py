@@ -1,0 +1,100 @@
+"""The GRPO stage's TRL set-up: dataset, task selection, named rewards, freezing, LoRA targets,
+backends and TRL's config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vlrl import paths
+from vlrl.algorithms import trl_setup
+from vlrl.config import GRPOConfig, load_experiment
+from vlrl.errors import StageError
+from vlrl.records import read_records
+
+
+def test_dataset_columns(project: Path, shapes_data: Path) -> None:
+    cfg = load_experiment("tiny_shapes")
+    records = read_records(shapes_data / "train.jsonl")
+    ds = trl_setup.build_dataset(records, shapes_data, cfg)
+    row = ds[0]
+    assert (
+        row["prompt"][0]["content"][0] == {"type": "image"}
+        or row["prompt"][0]["content"][0]["type"] == "image"
+    )
+    assert row["images"][0].size == (112, 112)  # decoded PIL image, as TRL expects
+    assert {"answer", "problem_type", "boxes", "options", "task"} <= set(ds.column_names)
+
+
+def test_select_tasks_keeps_only_the_named_tasks(shapes_data: Path) -> None:
+    records = read_records(shapes_data / "train.jsonl")
+    assert trl_setup.select_tasks(records, GRPOConfig()) == records
+    kept = trl_setup.select_tasks(records, GRPOConfig(tasks=["count", "color"]))
+    assert kept and {r.task for r in kept} == {"count", "color"}
+    assert len(kept) == sum(r.task in ("count", "color") for r in records)
+    with pytest.raises(StageError, match="no training record"):
+        trl_setup.select_tasks(records, GRPOConfig(tasks=["no_such_task"]))
+
+
+def test_max_samples_counts_the_records_left_after_the_tasks_filter(shapes_data: Path) -> None:
+    records = read_records(shapes_data / "train.jsonl")
+    kept = trl_setup.select_tasks(records, GRPOConfig(tasks=["count"], max_samples=3))
+    assert len(kept) == 3 and {r.task for r in kept} == {"count"}
+    assert trl_setup.select_tasks(records, GRPOConfig(max_samples=5)) == records[:5]
+
+
+def test_named_reward_logs_registry_name() -> None:
+    from trl.trainer.utils import get_callable_name
+
+    reward = trl_setup.NamedReward("common.format")
+    assert get_callable_name(reward) == "common.format"
+    assert reward(["<think>a</think><answer>1</answer>"]) == [1.0]
+
+
+def test_freeze_vision_really_freezes(tiny_model_dir: Path) -> None:
+    model, _ = trl_setup.load_policy(tiny_model_dir, GRPOConfig(freeze_vision=True))
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
+    assert frozen and all(trl_setup.VISION_KEY in n for n in frozen)
+    assert trainable and not any(trl_setup.VISION_KEY in n for n in trainable)
+    params = dict(model.named_parameters())
+    vision = sum(p.numel() for n, p in params.items() if trl_setup.VISION_KEY in n)
+    counted = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert vision > 0 and counted == sum(p.numel() for p in params.values()) - vision
+
+
+def test_lora_targets_exclude_vision(tiny_model_dir: Path) -> None:
+    from peft import get_peft_model
+
+    model, _ = trl_setup.load_policy(tiny_model_dir, GRPOConfig())
+    peft_model = get_peft_model(model, trl_setup.peft_config(GRPOConfig(lora=True)))
+    adapted = [n for n, _ in peft_model.named_parameters() if "lora_" in n]
+    assert adapted and not any(trl_setup.VISION_KEY in n for n in adapted)
+
+
+@pytest.mark.parametrize(
+    ("option", "module"),
+    [("grpo.use_vllm=true", "vllm"), ("grpo.deepspeed=zero3", "deepspeed")],
+)
+def test_missing_backend_is_named(option: str, module: str, project: Path, monkeypatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a)
+    )
+    cfg = load_experiment("tiny_shapes", [option])
+    with pytest.raises(StageError, match=rf"{option.split('=')[0]} is set but {module} is not"):
+        trl_setup.check_backends(cfg.grpo)
+
+
+def test_trl_config_passes_vllm_and_deepspeed(project: Path, tmp_path: Path) -> None:
+    cfg = load_experiment("tiny_shapes", ["grpo.use_vllm=true", "grpo.vllm_mode=colocate"])
+    args = trl_setup.trl_config(cfg.grpo, tmp_path, seed=0)
+    assert args.use_vllm and args.vllm_mode == "colocate"
+    assert args.vllm_gpu_memory_utilization == cfg.grpo.vllm_gpu_memory_utilization
+    for name in ("zero2", "zero3"):
+        stage = json.loads(paths.deepspeed_file(name).read_text())["zero_optimization"]["stage"]
+        assert stage == int(name[-1])

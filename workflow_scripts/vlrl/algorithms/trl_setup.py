@@ -1,0 +1,207 @@
+"""TRL's side of the GRPO stage: the training dataset in TRL's conversational format, TRL's
+GRPOConfig from the experiment's grpo section, the policy (frozen vision tower, LoRA) and the
+reward functions TRL calls. :func:`vlrl.algorithms.build_trainer` then picks the trainer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vlrl import paths
+from vlrl.config import ExperimentConfig, GRPOConfig
+from vlrl.data.convert import to_conversation
+from vlrl.errors import StageError
+from vlrl.prompts import get_prompt
+from vlrl.records import Record
+from vlrl.rewards import REGISTRY, ConfiguredReward, get_reward
+
+# The vision tower in transformers 5.x Qwen2.5-VL: Qwen2_5_VLModel.visual (and its merger).
+VISION_KEY = "visual."
+
+
+# LoRA on the language model only: Qwen2.5-VL vision blocks reuse the MLP projection names.
+LORA_TARGETS = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+
+
+class NamedReward:
+    """A registry reward under its registry name, so TRL logs ``rewards/<name>/mean``.
+
+    A module-level class wrapping a module-level function stays picklable (TRL's contract).
+    """
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+        self.fn = get_reward(name)
+
+    def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:
+        return self.fn(completions, **kwargs)
+
+
+def select_tasks(records: list[Record], cfg: GRPOConfig) -> list[Record]:
+    """The records GRPO trains on: those whose task (else problem type) is in ``cfg.tasks``
+    (all of them when it is None), then the first ``cfg.max_samples`` of those.
+
+    Raises:
+        StageError: when no record is left.
+    """
+    kept = records
+    if cfg.tasks is not None:
+        kept = [r for r in records if (r.task or r.problem_type) in cfg.tasks]
+        if not kept:
+            raise StageError(f"grpo: no training record has a task in grpo.tasks {cfg.tasks}")
+    return kept[: cfg.max_samples]
+
+
+def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
+    """A datasets.Dataset with TRL's conversational ``prompt``, an ``images`` column of PIL
+    images (one or more per row), and the columns rewards read (problem, answer, problem_type,
+    boxes, options, caption, image_sizes, task)."""
+    import datasets
+
+    fmt = get_prompt(cfg.prompt)
+    rows = [
+        {
+            "prompt": to_conversation(r, fmt),
+            "images": [str(data_dir / p) for p in r.images],
+            "problem": r.problem,
+            "answer": r.answer,
+            "problem_type": r.problem_type,
+            "boxes": r.boxes,
+            "options": r.options,
+            "caption": r.caption,
+            "image_sizes": r.image_sizes,
+            "task": r.task or r.problem_type,
+            "id": r.id,
+        }
+        for r in records
+    ]
+    dataset = datasets.Dataset.from_list(rows)
+    return dataset.cast_column("images", datasets.Sequence(datasets.Image()))
+
+
+def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int):
+    """TRL GRPOConfig from the experiment's grpo section (TRL 1.16 option names)."""
+    import torch
+    from trl import GRPOConfig as TRLGRPOConfig
+
+    gpu = torch.cuda.is_available()
+    extra: dict[str, Any] = {}
+    if cfg.use_vllm:
+        extra |= {
+            "use_vllm": True,
+            "vllm_mode": cfg.vllm_mode,
+            "vllm_gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
+            "vllm_tensor_parallel_size": cfg.vllm_tensor_parallel_size,
+        }
+    if cfg.deepspeed:
+        extra["deepspeed"] = str(paths.deepspeed_file(cfg.deepspeed))
+    return TRLGRPOConfig(
+        output_dir=str(output_dir),
+        seed=seed,
+        data_seed=seed,
+        max_steps=cfg.max_steps,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="constant",
+        per_device_train_batch_size=cfg.per_device_train_batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        num_generations=cfg.num_generations,
+        max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        beta=cfg.beta,
+        epsilon=cfg.epsilon,
+        epsilon_high=cfg.epsilon_high,
+        num_iterations=cfg.num_iterations,
+        loss_type=cfg.loss_type,
+        scale_rewards=cfg.scale_rewards,
+        reward_weights=list(cfg.rewards.values()),
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        logging_steps=cfg.logging_steps,
+        save_strategy="steps" if cfg.save_steps else "no",
+        save_steps=cfg.save_steps or 500,
+        save_total_limit=cfg.save_total_limit,
+        report_to="none",
+        bf16=gpu,
+        use_cpu=not gpu,
+        dataloader_num_workers=0,
+        remove_unused_columns=False,
+        disable_tqdm=False,
+        **extra,
+    )
+
+
+def check_backends(cfg: GRPOConfig) -> None:
+    """Fail early, naming the option, when a requested backend is not installed or has no GPU."""
+    import importlib.util
+
+    import torch
+
+    wanted = {
+        "grpo.use_vllm": ("vllm", cfg.use_vllm),
+        "grpo.deepspeed": ("deepspeed", cfg.deepspeed),
+    }
+    for option, (module, on) in wanted.items():
+        if not on:
+            continue
+        if importlib.util.find_spec(module) is None:
+            raise StageError(f"{option} is set but {module} is not installed in this environment")
+        if not torch.cuda.is_available():
+            raise StageError(f"{option} is set but no GPU is visible")
+    if cfg.deepspeed and not paths.deepspeed_file(cfg.deepspeed).is_file():
+        raise StageError(f"grpo.deepspeed: {paths.deepspeed_file(cfg.deepspeed)} is missing")
+
+
+def reward_functions(cfg: GRPOConfig) -> list[Any]:
+    """The configured rewards in config order: registry functions under their names, and the
+    rewards built from the config (:class:`vlrl.rewards.ConfiguredReward`: ``sophiavl.thinking``
+    from ``grpo.reward_model``)."""
+    return [
+        get_reward(name, cfg)
+        if isinstance(REGISTRY.get(name), ConfiguredReward)
+        else NamedReward(name)
+        for name in cfg.rewards
+    ]
+
+
+def load_policy(model_dir: Path, cfg: GRPOConfig, weights: Path | None = None):
+    """Model and processor (left padding, the experiment's pixel budget) of ``model_dir``, the
+    model's weights replaced by those of ``weights`` when given (a checkpoint to resume).
+
+    The model stays ``model_dir``'s (TRL builds the KL reference model from its path); every
+    weight of the checkpoint must match one of the model (strict load).
+    With ``freeze_vision`` the vision tower (and its merger) get no gradient.
+    """
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    model = AutoModelForImageTextToText.from_pretrained(str(model_dir), dtype=dtype)
+    if weights is not None:
+        saved = AutoModelForImageTextToText.from_pretrained(str(weights), dtype=dtype)
+        model.load_state_dict(saved.state_dict())
+        del saved
+    processor = AutoProcessor.from_pretrained(
+        str(model_dir),
+        padding_side="left",
+        min_pixels=cfg.image_min_pixels,
+        max_pixels=cfg.image_max_pixels,
+    )
+    if cfg.freeze_vision:
+        for name, param in model.named_parameters():
+            if VISION_KEY in name:
+                param.requires_grad = False
+    return model, processor
+
+
+def peft_config(cfg: GRPOConfig):
+    """LoRA on the language model only (never the vision tower), or None."""
+    if not cfg.lora:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=cfg.lora_rank,
+        lora_alpha=cfg.lora_alpha,
+        target_modules=LORA_TARGETS,
+        task_type="CAUSAL_LM",
+    )

@@ -1,0 +1,130 @@
+"""One experiment, ``config/experiments/<name>.yaml``: every section, and the checks across
+sections."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from vlrl import paths
+from vlrl.config.base import KeyProblems, Section, UniqueList
+from vlrl.config.data import SHAPES_TASKS, DataConfig
+from vlrl.config.evaluation import InferConfig, ReportConfig, ScoreConfig
+from vlrl.config.resources import DISTRIBUTED_STAGES, ResourcesConfig
+from vlrl.config.training import GRPOConfig, SFTConfig
+from vlrl.threads import CpuKernels
+
+PromptName = Annotated[str, Field(description="A prompt format from vlrl.prompts.PROMPTS.")]
+
+
+class ExperimentConfig(Section):
+    """Everything one experiment needs. The name is the file stem, not a key."""
+
+    description: str = ""
+    seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
+    cpu_threads: int | None = Field(
+        None,
+        ge=1,
+        description="CPU threads of each stage process (torch, and OMP/MKL for LLaMA-Factory). "
+        "Results on CPU depend on it: set it for numbers that reproduce across machines' core "
+        "counts and test runs. None: the machine's default.",
+    )
+    cpu_kernels: CpuKernels = Field(
+        "native",
+        description="Which CPU kernels torch runs (vlrl/threads.py). portable: ATen's baseline "
+        "kernels, MKL's processor-independent branch and oneDNN capped at SSE4.1, so every "
+        "x86-64 CPU (Intel or AMD, AVX2 or AVX-512) computes the same bits; slower "
+        "(docs/performance.md). avx2: the same with ATen's AVX2 kernels: the same bits on every "
+        "x86-64 CPU with AVX2 (x86-64-v3, AVX-512 ones included), faster. native: the fastest "
+        "kernels of the CPU at hand; results differ between CPUs. Changes the numbers either way.",
+    )
+    prompt: PromptName = "think_answer"
+    data: DataConfig = Field(default_factory=DataConfig)
+    base_model: str = Field(description="A model name from config/models/.")
+    sft: SFTConfig = Field(default_factory=SFTConfig)
+    grpo: GRPOConfig = Field(default_factory=GRPOConfig)
+    infer: InferConfig = Field(default_factory=InferConfig)
+    benchmarks: Annotated[list[str], UniqueList] = Field(
+        min_length=1, description="Benchmark names from config/benchmarks/."
+    )
+    score: ScoreConfig = Field(default_factory=ScoreConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
+    resources: ResourcesConfig = Field(
+        default_factory=ResourcesConfig,
+        description="What each stage's job needs: GPUs, nodes, CPUs, memory, time limit.",
+    )
+
+    # Field validators, not model validators: each runs even when another section is invalid,
+    # so that one load reports every problem. Prompt, reward and benchmark names are checked one
+    # floor up (vlrl.workflow.check), so that this module imports no registry: config is below
+    # the code it configures.
+    @field_validator("base_model")
+    @classmethod
+    def _known_model(cls, name: str) -> str:
+        if not paths.model_file(name).is_file():
+            known = sorted(p.stem for p in paths.model_file(name).parent.glob("*.yaml"))
+            raise KeyProblems(("", f"{name!r} has no config/models file; known: {known}"))
+        return name
+
+    @field_validator("grpo")
+    @classmethod
+    def _tasks_are_generated(cls, grpo: GRPOConfig, info: ValidationInfo) -> GRPOConfig:
+        """With shapes data, every GRPO task must be one the data stage generates: a typo would
+        silently train on the other tasks only. (Hub task labels come from the converter.)"""
+        data = info.data.get("data")
+        if grpo.tasks is None or data is None or data.source != "shapes":
+            return grpo
+        problems = []
+        for task in grpo.tasks:
+            if task not in SHAPES_TASKS:
+                problems.append(
+                    ("tasks", f"{task!r} is not a shapes task; known: {list(SHAPES_TASKS)}")
+                )
+            elif task not in data.shapes.tasks:
+                problems.append(
+                    (
+                        "tasks",
+                        f"{task!r} is not in data.shapes.tasks {data.shapes.tasks}, so no "
+                        "training record has it",
+                    )
+                )
+        if problems:
+            raise KeyProblems(*problems)
+        return grpo
+
+    @field_validator("resources")
+    @classmethod
+    def _launch_agrees(cls, resources: ResourcesConfig, info: ValidationInfo) -> ResourcesConfig:
+        """With GPUs a training stage runs one process per GPU, so its CPU process count must be
+        left at 1. (GRPO's batch then holds whole groups on any number of processes: its check
+        per process, in GRPOConfig, carries over.)"""
+        problems = []
+        for stage in DISTRIBUTED_STAGES:
+            section, need = info.data.get(stage), getattr(resources, stage)
+            if section is not None and need.gpus and section.processes > 1:
+                problems.append(
+                    (
+                        f"{stage}.gpus",
+                        f"{need.gpus} GPUs run one process each; {stage}.processes "
+                        f"({section.processes}) sets CPU processes: leave it at 1",
+                    )
+                )
+        infer = info.data.get("infer")
+        if infer is not None and infer.backend == "hf" and resources.infer.gpus > 1:
+            problems.append(
+                (
+                    "infer.gpus",
+                    f"the hf backend generates on one GPU, not {resources.infer.gpus}; use "
+                    "infer.backend: vllm to spread a model over several",
+                )
+            )
+        if problems:
+            raise KeyProblems(*problems)
+        return resources
+
+    @property
+    def checkpoints(self) -> list[str]:
+        """The models this experiment evaluates, dropping stages the experiment disables."""
+        enabled = {"base": True, "sft": self.sft.enabled, "grpo": self.grpo.enabled}
+        return [c for c in self.infer.checkpoints if enabled[c]]

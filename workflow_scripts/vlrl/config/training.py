@@ -1,0 +1,263 @@
+"""The training stages: cold-start SFT (LLaMA-Factory) and GRPO (TRL) with its algorithms."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import (
+    Field,
+    FiniteFloat,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
+
+from vlrl.config.base import KeyProblems, Probability, Section, TopP, order_problems, pair_problems
+from vlrl.config.endpoints import EndpointConfig
+
+
+class SFTConfig(Section):
+    enabled: bool = True
+    finetuning_type: Literal["full", "lora"] = "full"
+    freeze_vision_tower: bool = False
+    max_samples: int | None = Field(
+        None, ge=1, description="Use at most this many training records."
+    )
+    num_train_epochs: PositiveFloat = 2.0
+    learning_rate: PositiveFloat = 1e-5
+    per_device_train_batch_size: PositiveInt = 8
+    gradient_accumulation_steps: PositiveInt = 1
+    processes: PositiveInt = Field(
+        1,
+        description="Data-parallel training processes (LLaMA-Factory under torchrun; gloo on "
+        "CPU), each with cpu_threads threads and per_device_train_batch_size records per step.",
+    )
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: Probability = 0.0
+    cutoff_len: PositiveInt = 1024
+    missing_reasoning: Literal["stop", "drop"] = Field(
+        "stop",
+        description="Train records without a reasoning target: stop (name them) or drop them "
+        "(their count goes to the output's vlrl_sft/dropped.json).",
+    )
+    gradient_checkpointing: bool = Field(
+        True,
+        description="Recompute activations in the backward pass (LLaMA-Factory's default): less "
+        "memory for more compute. Same weights either way; off is faster when memory is ample.",
+    )
+    lora_rank: PositiveInt = 8
+    image_max_pixels: PositiveInt = 112 * 112
+    image_min_pixels: PositiveInt = 56 * 56
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="Extra LLaMA-Factory train keys, passed through as is."
+    )
+
+    @model_validator(mode="after")
+    def _pixels(self) -> SFTConfig:
+        problems = order_problems(self, "image_min_pixels", "image_max_pixels")
+        if problems:
+            raise KeyProblems(*problems)
+        return self
+
+
+SELF_REWARD_READERS = frozenset({"vision_sr1.visual", "vision_sr1.total"})
+"""Rewards that read the ``self_reward_responses`` column the self_reward algorithm fills."""
+
+
+class ThinkingRewardConfig(EndpointConfig):
+    """Where SophiaVL's thinking reward model is served and how it is queried (released client:
+    kxfan2002/SophiaVL-R1 @ a818494, ``verl/workers/reward/custom.py``)."""
+
+    model: str | None = Field(
+        None,
+        description="Served model name (released: thinking-reward-model); with serve, None: the "
+        "served model.",
+    )
+    cache_dir: str | None = Field(None, description="Where replies are cached (None: nowhere).")
+    on_failure: Literal["missing", "score_zero"] = Field(
+        "missing",
+        description="A failed call or unparseable reply: missing (None, TRL ignores the sample; "
+        "trust_grpo drops the whole group) or score_zero (0.0, the released behaviour). Both are "
+        "counted and logged.",
+    )
+
+
+class TrustGRPOSettings(Section):
+    """SophiaVL-R1 Trust-GRPO (paper: arXiv:2505.17018 §3.4, Eq. 1-6; released code:
+    kxfan2002/SophiaVL-R1 @ a818494, ``verl/workers/reward/custom.py``).
+
+    ``released`` (default): groups whose outcome scores are all ≥ ``skip_high`` or all ≤
+    ``skip_low`` get no thinking reward and no queries; only responses with outcome ≥
+    ``query_threshold`` are scored; the trust factor applies only when some response is correct.
+    ``paper``: every response is scored and the trust factor always applies (Eq. 1-6).
+    """
+
+    variant: Literal["released", "paper"] = "released"
+    alpha: float = Field(0.3, ge=0, description="Weight of the thinking reward (hard-coded 0.3).")
+    T: float | None = Field(
+        None,
+        gt=0,
+        description="Annealing temperature in exp(-step/T). None: 500 (released config default; "
+        "the released fullsets.yaml sets 12000) for released, max_steps for paper.",
+    )
+    query_threshold: Probability = 0.2
+    skip_high: Probability = 0.9
+    skip_low: Probability = 0.1
+    correct_threshold: Probability = 0.5
+    reward_model: ThinkingRewardConfig
+
+    @model_validator(mode="after")
+    def _thresholds_ordered(self) -> TrustGRPOSettings:
+        # Above skip_high, the two skip rules would overlap: a group would be both solved and
+        # failed.
+        problems = order_problems(self, "skip_low", "skip_high")
+        if problems:
+            raise KeyProblems(*problems)
+        return self
+
+
+class SelfRewardSettings(Section):
+    """Vision-SR1 self-reward (zli12321/Vision-SR1 @ 4480e08, ``verl/trainer/ray_trainer.py``
+    ``fit()``): a second, image-free pass of
+    the policy answers from its own description; no gradient flows through it."""
+
+    missing_description: Literal["whole_response", "empty"] = Field(
+        "whole_response",
+        description="A response without <description>: released code sends the whole response "
+        "(which can leak the boxed answer); 'empty' sends an empty description.",
+    )
+
+
+class GRPOConfig(Section):
+    enabled: bool = True
+    algorithm: Literal["grpo", "trust_grpo", "self_reward"] = Field(
+        "grpo",
+        description="grpo (TRL as is), trust_grpo (SophiaVL-R1), self_reward (Vision-SR1).",
+    )
+    trust: TrustGRPOSettings | None = Field(None, description="Settings of trust_grpo.")
+    self_reward: SelfRewardSettings = Field(default_factory=SelfRewardSettings)
+    reward_model: ThinkingRewardConfig | None = Field(
+        None,
+        description="Endpoint for the sophiavl.thinking reward when it is listed in rewards "
+        "(plain weighted reward, no trust logic).",
+    )
+    rewards: dict[str, FiniteFloat] = Field(
+        default_factory=lambda: {"common.format": 0.5, "common.accuracy": 1.0},
+        min_length=1,
+        description="Reward name (see vlrl.rewards.REGISTRY) → weight.",
+    )
+    max_samples: int | None = Field(
+        None, ge=1, description="Train on at most this many records (after the tasks filter)."
+    )
+    tasks: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="Train only on records whose task is one of these (None: every record). "
+        "Tasks whose reward gives the policy no usable signal can be left out. With shapes data, "
+        "each must be one of data.shapes.tasks.",
+    )
+    max_steps: PositiveInt = 100
+    learning_rate: PositiveFloat = 1e-6
+    per_device_train_batch_size: PositiveInt = Field(
+        8, description="Completions per process per step (generation batch: x processes)."
+    )
+    gradient_accumulation_steps: PositiveInt = 1
+    processes: PositiveInt = Field(
+        1,
+        description="Data-parallel training processes (torchrun; gloo on CPU), each with "
+        "cpu_threads threads; each generates and trains on its share of the completions.",
+    )
+    num_generations: int = Field(4, ge=2)
+    max_completion_length: PositiveInt = 64
+    temperature: PositiveFloat = 1.0
+    top_p: TopP = 1.0
+    beta: NonNegativeFloat = 0.0
+    epsilon: PositiveFloat = 0.2
+    epsilon_high: PositiveFloat | None = None
+    num_iterations: PositiveInt = 1
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo"] = "dapo"
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    freeze_vision: bool = False
+    lora: bool = False
+    lora_rank: PositiveInt = 8
+    lora_alpha: PositiveInt = 16
+    gradient_checkpointing: bool = False
+    logging_steps: PositiveInt = 5
+    save_steps: int | None = Field(
+        None, ge=1, description="Checkpoint every N steps (under results/<exp>/grpo_checkpoints)."
+    )
+    save_total_limit: int = Field(
+        2,
+        ge=1,
+        description="Keep only the newest N checkpoints of a run (all are removed when it ends).",
+    )
+    resume: bool = Field(
+        True,
+        description="Resume from the last checkpoint of an interrupted run of the same config.",
+    )
+    stop_margin_s: NonNegativeInt = Field(
+        300,
+        description="How long before its Slurm job's time limit (resources.grpo.runtime) a run "
+        "stops and saves a checkpoint, besides two of its longest steps: enough to write one. "
+        "The job is then requeued and resumes.",
+    )
+    image_max_pixels: PositiveInt = 112 * 112
+    image_min_pixels: PositiveInt = 56 * 56
+    use_vllm: bool = Field(False, description="Generate rollouts with vLLM (needs vllm, a GPU).")
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
+    vllm_tensor_parallel_size: int = Field(1, ge=1)
+    deepspeed: Literal["zero2", "zero3"] | None = Field(
+        None, description="A DeepSpeed config of config/deepspeed/ (needs deepspeed and a GPU)."
+    )
+
+    @model_validator(mode="after")
+    def _algorithm_settings(self) -> GRPOConfig:
+        visual = sorted(set(self.rewards) & SELF_REWARD_READERS)
+        problems = []
+        if self.algorithm == "trust_grpo" and self.trust is None:
+            problems.append(
+                (
+                    "trust",
+                    "grpo.algorithm is trust_grpo but grpo.trust (with reward_model: base_url, "
+                    "model) is missing",
+                )
+            )
+        if self.algorithm == "self_reward" and not visual:
+            problems.append(
+                (
+                    "rewards",
+                    "grpo.algorithm is self_reward but grpo.rewards has none of "
+                    f"{sorted(SELF_REWARD_READERS)}, which read the second pass",
+                )
+            )
+        if self.algorithm != "self_reward" and visual:
+            problems.append(
+                (
+                    "rewards",
+                    f"grpo.rewards lists {visual}, which need the second pass of "
+                    "grpo.algorithm: self_reward",
+                )
+            )
+        # TRL 1.16 GRPOConfig: generation_batch_size = per_device_train_batch_size x processes x
+        # steps_per_generation (= gradient_accumulation_steps) must hold whole groups of
+        # num_generations completions.
+        batch = self.per_device_train_batch_size * self.processes * self.gradient_accumulation_steps
+        if batch % self.num_generations:
+            problems.append(
+                (
+                    "per_device_train_batch_size",
+                    "per_device_train_batch_size x processes x gradient_accumulation_steps = "
+                    f"{batch} "
+                    f"completions per step is not a multiple of num_generations "
+                    f"({self.num_generations}); TRL generates whole groups of num_generations",
+                )
+            )
+        problems += order_problems(self, "image_min_pixels", "image_max_pixels")
+        # Clip-higher (DAPO): the upper clip range widens the lower one, never narrows it.
+        problems += pair_problems(self, "epsilon", "epsilon_high")
+        if problems:
+            raise KeyProblems(*problems)
+        return self
