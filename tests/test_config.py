@@ -143,7 +143,7 @@ MALFORMED = [
     ("set", "data.shapes.min_shapes=5", TINY, "data.shapes.min_shapes", "above max_shapes (4)"),
     ("set", "sft.image_min_pixels=20000", TINY, "sft.image_min_pixels", "above image_max_pixels"),
     ("set", "infer.backend=openai", TINY, "infer.openai", "(base_url, model) is not set"),
-    ("set", "grpo.epsilon_high=0.1", TINY, "grpo.epsilon_high", "below epsilon (0.2)"),
+    ("set", "grpo.epsilon_high=0.1", TINY, "grpo.epsilon", "above epsilon_high (0.1)"),
     ("set", f"grpo.trust={{{TRUST}, skip_low: 0.95}}", TINY, "grpo.trust.skip_low", "skip_high"),
     # lists that must hold something, each item once
     ("set", "infer.checkpoints=[]", TINY, "infer.checkpoints", "at least 1 item"),

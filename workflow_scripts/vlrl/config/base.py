@@ -3,6 +3,7 @@ dotted key, and the value types several sections use."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -43,22 +44,19 @@ class Section(BaseModel):
 
 
 def order_problems(section: Any, low: str, high: str) -> list[tuple[str, str]]:
-    """``[(low, why)]`` when the section's ``low`` bound exceeds its ``high`` one, else ``[]``."""
-    lo, hi = getattr(section, low), getattr(section, high)
-    return [(low, f"{lo} is above {high} ({hi})")] if lo > hi else []
-
-
-def pair_problems(section: Any, low: str, high: str) -> list[tuple[str, str]]:
-    """``[(high, why)]`` when an optional upper bound (None: none) is below its lower one.
+    """``[(low, why)]`` when the section's ``low`` bound exceeds its ``high`` one, else ``[]``;
+    an unset bound (None) bounds nothing.
 
     >>> from types import SimpleNamespace as S
-    >>> pair_problems(S(epsilon=0.2, epsilon_high=0.1), "epsilon", "epsilon_high")
-    [('epsilon_high', '0.1 is below epsilon (0.2)')]
-    >>> pair_problems(S(epsilon=0.2, epsilon_high=None), "epsilon", "epsilon_high")
+    >>> order_problems(S(epsilon=0.2, epsilon_high=0.1), "epsilon", "epsilon_high")
+    [('epsilon', '0.2 is above epsilon_high (0.1)')]
+    >>> order_problems(S(epsilon=0.2, epsilon_high=None), "epsilon", "epsilon_high")
     []
     """
     lo, hi = getattr(section, low), getattr(section, high)
-    return [(high, f"{hi} is below {low} ({lo})")] if hi is not None and hi < lo else []
+    if lo is None or hi is None or lo <= hi:
+        return []
+    return [(low, f"{lo} is above {high} ({hi})")]
 
 
 def _http_url(value: str) -> str:
@@ -78,7 +76,7 @@ HttpUrlText = Annotated[str, AfterValidator(_http_url)]
 
 
 def _no_repeats(items: list[Any]) -> list[Any]:
-    repeated = sorted({str(x) for x in items if items.count(x) > 1})
+    repeated = sorted(str(x) for x, n in Counter(items).items() if n > 1)
     if repeated:
         raise ValueError(f"lists {repeated} more than once")
     return items

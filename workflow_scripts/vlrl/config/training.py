@@ -14,7 +14,7 @@ from pydantic import (
     model_validator,
 )
 
-from vlrl.config.base import KeyProblems, Probability, Section, TopP, order_problems, pair_problems
+from vlrl.config.base import KeyProblems, Probability, Section, TopP, order_problems
 from vlrl.config.endpoints import EndpointConfig
 
 
@@ -257,7 +257,7 @@ class GRPOConfig(Section):
             )
         problems += order_problems(self, "image_min_pixels", "image_max_pixels")
         # Clip-higher (DAPO): the upper clip range widens the lower one, never narrows it.
-        problems += pair_problems(self, "epsilon", "epsilon_high")
+        problems += order_problems(self, "epsilon", "epsilon_high")
         if problems:
             raise KeyProblems(*problems)
         return self

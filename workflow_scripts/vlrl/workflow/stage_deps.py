@@ -261,7 +261,7 @@ def _imported_from(tree: ast.Module, name: str) -> str | None:
     return None
 
 
-def _keys_of(path: Path, node: ast.expr) -> tuple[str, ...] | None:
+def _keys_of(path: Path, tree: ast.Module, node: ast.expr) -> tuple[str, ...] | None:
     """The strings of a tuple literal whose items are strings or ``*NAME``, NAME a tuple of
     strings assigned at module level in the ``vlrl`` module it is imported from; None when the
     expression is not of that form."""
@@ -275,7 +275,7 @@ def _keys_of(path: Path, node: ast.expr) -> tuple[str, ...] | None:
         if not (isinstance(item, ast.Starred) and isinstance(item.value, ast.Name)):
             return None
         name = item.value.id
-        source = _imported_from(_parse(path), name)
+        source = _imported_from(tree, name)
         origin = None
         if source and source.startswith(PACKAGE + "."):
             package_dir = next(p for p in path.parents if p.name == PACKAGE)
@@ -293,11 +293,12 @@ def _keys_of(path: Path, node: ast.expr) -> tuple[str, ...] | None:
 
 @functools.cache
 def _reads(path: Path, mtime_ns: int) -> tuple[str, ...]:
-    for node in _parse(path).body:
+    tree = _parse(path)
+    for node in tree.body:
         if isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == READS_NAME for t in targets):
-                keys = _keys_of(path, node.value)
+                keys = _keys_of(path, tree, node.value)
                 if keys is None:
                     raise ConfigError(
                         f"{path}: {READS_NAME} must be a tuple of strings (and *NAME of a tuple "
