@@ -3,12 +3,13 @@
 :class:`FakeRewardModel` is a FastAPI app under uvicorn on 127.0.0.1 (a free port), in a
 background thread, that answers ``POST /v1/chat/completions``. Each test sets what it does
 through :class:`ServerState`: a latency, the reply (fixed, ``SCORE=x`` in the user text, a
-``scorer`` or a ``replier``), and misbehaviours: an error status, too late, or a body that is
-not a chat completion (:data:`MISBEHAVIOURS`); it records what it saw. The endpoint tests play
-their cases on it (``tests/endpoint_cases.py``, the ``endpoint`` fixture of
-``tests/conftest.py``), as do the thinking reward's and trust_grpo's tests; the timing scripts
-``perf/thinking_client.py``, ``perf/judge_throughput.py`` and ``perf/algorithm_overhead.py``
-time the clients against it.
+``scorer`` or a ``replier``), and misbehaviours: an error status, too late, a body that is not a
+chat completion (:data:`MISBEHAVIOURS`), or a body that echoes the caller's key
+(:class:`Echo`); it records what it saw, the most requests it had in flight at once included.
+The endpoint tests play their cases on it (``tests/endpoint_cases.py``, the ``endpoint``
+fixture of ``tests/conftest.py``), as do the thinking reward's and trust_grpo's tests; the
+timing scripts ``perf/thinking_client.py``, ``perf/judge_throughput.py`` and
+``perf/algorithm_overhead.py`` time the clients against it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 SCORE_TAG = re.compile(r"SCORE=([0-9.]+)")
 MISBEHAVIOURS = {
@@ -32,6 +33,17 @@ MISBEHAVIOURS = {
     "null_content": "HTTP 200 with JSON whose message content is null",
     "leaky_400": "HTTP 400 whose error message repeats the request's Authorization header",
 }
+
+
+@dataclass(frozen=True)
+class Echo:
+    """A misbehaviour: answer ``status`` with the body ``render(key)``, where ``key`` is the
+    bearer token the request came with (as servers that repeat a request in an error do)."""
+
+    name: str
+    status: int
+    render: Callable[[str], str]
+    media_type: str = "application/json"
 
 
 @dataclass
@@ -45,10 +57,10 @@ class ServerState:
     """When set, the reply is ``<answer>scorer(user text)</answer>`` (rounded to one decimal)."""
     replier: Callable[[dict[str, Any]], str] | None = None
     """When set, the reply is ``replier(request body)`` (it wins over ``scorer`` and ``reply``)."""
-    fail_next: list[int | str] = field(default_factory=list)
+    fail_next: list[int | str | Echo] = field(default_factory=list)
     """Misbehaviours for the next requests, one popped per request: an HTTP status code (answered
-    with an OpenAI-style error body) or one of :data:`MISBEHAVIOURS`."""
-    fail_always: int | str | None = None
+    with an OpenAI-style error body), one of :data:`MISBEHAVIOURS` or an :class:`Echo`."""
+    fail_always: int | str | Echo | None = None
     requests: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
@@ -104,6 +116,9 @@ class FakeRewardModel:
             try:
                 if state.latency_s:
                     await asyncio.sleep(state.latency_s)
+                if isinstance(code, Echo):
+                    key = request.headers.get("authorization", "").removeprefix("Bearer ")
+                    return Response(code.render(key), code.status, media_type=code.media_type)
                 if code == "not_json":
                     return HTMLResponse("<html><body>502 Bad Gateway</body></html>")
                 if code == "no_choices":

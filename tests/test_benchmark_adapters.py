@@ -15,6 +15,7 @@ import yaml
 from hub_cache import seed_cache
 
 from vlrl import paths
+from vlrl.answers import dumps_box
 from vlrl.benchmarks import load_benchmark, load_items
 from vlrl.config import load_dataset
 from vlrl.predictions import items_as_dicts, prediction_of
@@ -68,6 +69,14 @@ def test_every_format_has_a_fixture_builder() -> None:
         assert callable(fixture_builder(fmt)), fmt
 
 
+def _right(record) -> str:
+    """The reference answer as a model would write it: a box in VLM-R1's JSON (its REC
+    evaluation reads only ``{…[x1, y1, x2, y2]…}`` with whole numbers)."""
+    if record.problem_type == "grounding":
+        return '{"bbox_2d": ' + dumps_box(record.boxes[0]) + "}"
+    return record.answer
+
+
 @pytest.mark.parametrize("bench", hub_benchmarks())
 def test_downloaded_converted_loaded_and_scored(
     bench: str,
@@ -97,7 +106,7 @@ def test_downloaded_converted_loaded_and_scored(
     # Answers in the images' own pixels here (no model-input frame to rescale from).
     protocol = bench_cfg.model_copy(update={"box_frame": "original"})
     right_answers = [
-        prediction_of(r, f"<think>.</think><answer>{r.answer}</answer>") for r in items
+        prediction_of(r, f"<think>.</think><answer>{_right(r)}</answer>") for r in items
     ]
     no_answers = [prediction_of(r, "<answer></answer>") for r in items]
     right = items_as_dicts(rule_scores(right_answers, protocol, iou, base))

@@ -9,6 +9,7 @@ here or classified on purpose.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -32,6 +33,7 @@ EXPENSIVE = (
     "make format",
     "dvc repro",
     "dvc exp run",
+    "vlrl rescore",  # reads the predictions `make run` writes: tests/stages/test_score.py
     "snakemake --profile",
     "snakemake --cores",
     "snakemake --touch",
@@ -84,3 +86,24 @@ def test_cheap_command_runs_and_changes_no_tracked_file(clone: Project, command:
     clone(*shlex.split(command))  # raises, with the output, on a non-zero exit
     status = clone("git", "status", "--porcelain", "--untracked-files=no")
     assert status.strip() == "", f"`{command}` changed tracked files:\n{status}"
+
+
+def test_the_comparison_shows_the_headline_metrics_in_a_fresh_clone(clone: Project) -> None:
+    """The README's `dvc exp show` prints, for the committed workspace, each checkpoint's
+    accuracy on each benchmark as results/<exp>/metrics.json has it, and no other column (it
+    printed an empty table while its --keep matched no column: DVC matches from the start)."""
+    command = next(c for c in COMMANDS if c.startswith("dvc exp show"))
+    lines = [line.split() for line in clone(*shlex.split(command)).splitlines()]
+    header = next(words for words in lines if words[:2] == ["Experiment", "Created"])
+    workspace = next(words for words in lines if words[:1] == ["workspace"])
+    shown = dict(zip(header[2:], workspace[2:], strict=True))
+    committed = {
+        f"{bench}.{checkpoint}.accuracy": values["accuracy"]
+        for path in sorted(clone.root.glob("results/*/metrics.json"))
+        for bench, checkpoints in json.loads(path.read_text()).items()
+        for checkpoint, values in checkpoints.items()
+    }
+    assert committed, "no metrics.json committed"
+    assert set(shown) == set(committed), f"`{command}` showed {header}"
+    for name, value in committed.items():
+        assert float(shown[name]) == pytest.approx(value, rel=1e-4), name

@@ -1,58 +1,131 @@
-"""vlrl.reporting.curves: the GRPO training curves, from a dvclive-like TSV tree."""
+"""vlrl.reporting.curves: the GRPO training curves the report draws, from a dvclive-like tree."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib as mpl
+import pandas as pd
 import pytest
 from PIL import Image
 
 from vlrl.errors import StageError
-from vlrl.reporting.curves import plot_curves, read_curves
+from vlrl.reporting.curves import plot_curves, read_curves, smoothed, step_axis
+
+VARYING = [
+    "loss",
+    "grad_norm",
+    "reward_std",
+    "kl",
+    "completions/mean_length",
+    "completions/max_length",
+    "rewards/common.format/mean",
+    "rewards/common.format/std",
+    "reward",
+    "rewards/common.accuracy/mean",
+    "entropy",
+]
+ARGS = "logging_strategy: steps\nlogging_steps: 5\nlogging_first_step: false\neval_strategy: no\n"
+"""What dvclive's params.yaml says of logging, as the grpo stage writes it (YAML 1.1: no=false)."""
 
 
-def write_tree(folder: Path, names: list[str], steps: int = 6) -> None:
+def write_tree(folder: Path, names: list[str], steps: int = 6, value=lambda s: s / 10) -> None:
     """What dvclive writes: one TSV per value, its column named after the file."""
     for name in names:
         path = folder / f"{name}.tsv"
         path.parent.mkdir(parents=True, exist_ok=True)
-        rows = "".join(f"{1700000000000 + s}\t{s}\t{s / 10}\n" for s in range(1, steps + 1))
-        path.write_text(f"timestamp\tstep\t{path.stem}\n{rows}")
+        rows = "".join(f"{s}\t{value(s)}\n" for s in range(steps))
+        path.write_text(f"step\t{path.stem}\n{rows}")
 
 
-def test_curves_are_read_in_display_order(tmp_path: Path):
-    names = [
-        "loss",
-        "grad_norm",
-        "kl",
-        "completions/mean_length",
-        "rewards/common.format/mean",
-        "reward",
-        "rewards/common.accuracy/mean",
-    ]
-    write_tree(tmp_path, names)
-    curves = read_curves(tmp_path)
+def dvclive_run(root: Path, args: str | None = ARGS) -> Path:
+    """A dvclive folder as the grpo stage leaves it: params.yaml beside plots/metrics/, with
+    the curves that matter, the ones that do not, a constant series and a closing row's."""
+    metrics = root / "plots" / "metrics"
+    write_tree(metrics, VARYING)
+    write_tree(metrics, ["clip_ratio/low_min", "learning_rate"], value=lambda s: 1e-4)  # constant
+    write_tree(metrics, ["rewards/never.varies/mean"], value=lambda s: 1.0)  # constant
+    (metrics / "train").mkdir()
+    (metrics / "train/loss.tsv").write_text("step\tloss\n6\t-0.002\n")  # a single point
+    (metrics / "total_flos.tsv").write_text("step\ttotal_flos\n6\t0.0\n")
+    if args is not None:
+        (root / "params.yaml").write_text(args)
+    return metrics
+
+
+def test_the_curves_that_matter_are_chosen_in_display_order(tmp_path: Path):
+    curves = read_curves(dvclive_run(tmp_path))
     assert list(curves) == [
         "reward",
         "rewards/common.accuracy/mean",
         "rewards/common.format/mean",
         "kl",
         "completions/mean_length",
-        "loss",
-        "grad_norm",
-    ]
-    frame = curves["kl"]
-    assert list(frame.columns) == ["step", "value"]
-    assert list(frame.step) == [1, 2, 3, 4, 5, 6] and frame.value.iloc[-1] == pytest.approx(0.6)
+        "entropy",
+    ], "constant and single-point series, and the curves that do not matter, have no panel"
+
+
+def test_a_single_point_or_a_constant_series_of_a_curve_that_matters_has_no_panel(
+    tmp_path: Path,
+):
+    metrics = tmp_path / "plots" / "metrics"
+    write_tree(metrics, ["reward"], steps=1)
+    write_tree(metrics, ["kl"], value=lambda s: 0.0)  # beta = 0: TRL logs a zero KL
+    write_tree(metrics, ["entropy"], steps=2)
+    assert list(read_curves(metrics)) == ["entropy"], "two different points make a curve"
+
+
+def test_x_is_the_optimizer_step_when_the_arguments_say_how_rows_were_logged(tmp_path: Path):
+    frame = read_curves(dvclive_run(tmp_path))["kl"]
+    assert list(frame.columns) == ["optimizer step", "value"]
+    assert list(frame["optimizer step"]) == [5, 10, 15, 20, 25, 30]
+    assert frame.value.iloc[-1] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        None,  # no params.yaml
+        ARGS.replace("logging_first_step: false", "logging_first_step: true"),
+        ARGS.replace("eval_strategy: no", "eval_strategy: steps"),
+        ARGS.replace("logging_steps: 5", "logging_steps: 0.1"),  # a share of the run
+        ARGS.replace("steps\n", "epoch\n", 1),
+    ],
+)
+def test_else_x_is_the_logged_row(tmp_path: Path, args: str | None):
+    frame = read_curves(dvclive_run(tmp_path, args))["kl"]
+    assert list(frame.columns) == ["logged row", "value"]
+    assert list(frame["logged row"]) == [0, 1, 2, 3, 4, 5]
+
+
+def test_step_axis_reads_the_trainer_arguments(tmp_path: Path):
+    (tmp_path / "params.yaml").write_text(ARGS.replace("5", "10"))
+    assert step_axis(tmp_path / "params.yaml") == ("optimizer step", 10)
+    assert step_axis(tmp_path / "absent.yaml") == ("logged row", None)
+
+
+def test_the_moving_average_follows_a_step_with_a_lag():
+    values = pd.Series([0.0] * 20 + [1.0] * 20)
+    ema = smoothed(values)
+    assert (
+        ema.iloc[0] == 0.0
+        and ema.iloc[19] == 0.0
+        and ema.iloc[20] == pytest.approx(1 / 3, abs=1e-3)
+    )
+    assert 0.99 < ema.iloc[-1] < 1.0 and ema.is_monotonic_increasing
 
 
 def test_the_plot_has_a_panel_per_curve_and_is_the_same_each_time(tmp_path: Path):
-    write_tree(tmp_path, ["reward", "kl", "loss", "entropy"])
-    png = plot_curves(read_curves(tmp_path))
+    curves = read_curves(dvclive_run(tmp_path))
+    png = plot_curves(curves)
     (tmp_path / "c.png").write_bytes(png)
     with Image.open(tmp_path / "c.png") as image:
-        assert image.format == "PNG" and image.height > 400  # two rows of three panels
-    assert plot_curves(read_curves(tmp_path)) == png, "no time or path in the PNG"
+        assert image.format == "PNG"
+        assert image.size == (1140, 540), "two rows of three panels at 100 dpi"
+    assert plot_curves(read_curves(dvclive_run(tmp_path / "again"))) == png, "no time or path"
+    with mpl.rc_context({"lines.linewidth": 5, "font.size": 20, "axes.grid": True}):
+        assert plot_curves(curves) == png, "a caller's or a matplotlibrc's settings change nothing"
+    assert mpl.rcParams["lines.linewidth"] == mpl.rcParamsDefault["lines.linewidth"]
 
 
 def test_no_folder_means_no_curves_and_a_bad_file_is_named(tmp_path: Path):

@@ -64,8 +64,8 @@ def test_model_data_libraries_and_code(project):
     assert found["model"]["source"].startswith("built locally")
     refcoco = found["data"][1]
     assert (refcoco["repo_id"], refcoco["revision"]) == (
-        "lmms-lab/RefCOCO",
-        "a5dff0b3194715fda69b2d6a0d2aaafb41eaa407",
+        "omlab/VLM-R1",  # VLM-R1's own released evaluation files (the standard val split)
+        "e5b48b7c5ed7e407f89924b225a6c6c5ebc356af",
     )
     assert refcoco["subsample"] == {"n": 2000, "seed": 42}
     assert found["data"][0]["repo_id"] is None, "the experiment's own data"

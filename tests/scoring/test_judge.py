@@ -30,7 +30,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from endpoint_cases import CASES, OPTIONS, closed_port_url
+from endpoint_cases import CASES, ECHO_CASES, LEAK_KEY, OPTIONS, closed_port_url, leaks
 from text_models import build_text_models
 
 from vlrl import paths
@@ -171,6 +171,24 @@ def test_unparsable_reply_is_no_verdict(endpoint, tmp_path):
     assert outcomes[0].reply == "I think it is correct"  # kept for the scores file
     assert endpoint.state.requests == 2  # a verdict that does not parse is not asked again
     assert not list((tmp_path / "c").rglob("*.json"))
+
+
+def test_answer_types_share_one_bound_on_requests_in_flight(endpoint):
+    """Items of three answer types go to three prompt versions at once; the endpoint still has
+    at most ``concurrency`` of them in flight (before: ``concurrency`` per prompt, here 6)."""
+    endpoint.state.reply = "1"
+    endpoint.state.latency_s = 0.05
+    judge = Judge(_fake_cfg(endpoint.base_url, concurrency=2))
+    requests = [
+        judge_request(f"{ptype}{i}", f"Q{i}?", "B", ptype, ["x", "y"], f"c{i}")
+        for ptype in ("multiple_choice", "numerical", "free_form")
+        for i in range(4)
+    ]
+    assert len({r.prompt.version for r in requests}) == 3
+    outcomes = judge.judge(requests)
+    assert [o.verdict for o in outcomes] == [1] * 12
+    assert endpoint.state.requests == 12 and len(judge.clients) == 3
+    assert endpoint.state.max_in_flight == 2
 
 
 # ------------------------------------------------------------------------- a real server
@@ -433,7 +451,7 @@ def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project,
     def started(*args, **kwargs):
         raise AssertionError("a judge server was started although every verdict is cached")
 
-    monkeypatch.setattr(score, "serving", started)
+    monkeypatch.setattr("vlrl.scoring.judging.serving", started)  # where the stage starts it
     score.run("tiny_shapes", cfg, "grpo", "shapes_test")
     third = _scores()["judge"]
     assert (third["base_url"], third["model"]) == (f"serve:transformers:{says1}", says1)
@@ -441,18 +459,22 @@ def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project,
 
 
 # --------------------------------------------------- the stage with a misbehaving endpoint
+BENCH = ("grpo", "shapes_test")
+
+
+def _fake_overrides(base_url: str, on_failure: str) -> list[str]:
+    return [
+        f"score.judge.base_url={base_url}",
+        "score.judge.model=judge-m",
+        "score.judge.mode=always",
+        f"score.judge.on_failure={on_failure}",
+        "score.judge.max_retries=1",
+        "score.judge.backoff_s=0.01",
+    ]
+
+
 def _fake_stage_cfg(base_url: str, on_failure: str):
-    return load_experiment(
-        "tiny_shapes",
-        [
-            f"score.judge.base_url={base_url}",
-            "score.judge.model=judge-m",
-            "score.judge.mode=always",
-            f"score.judge.on_failure={on_failure}",
-            "score.judge.max_retries=1",
-            "score.judge.backoff_s=0.01",
-        ],
-    )
+    return load_experiment("tiny_shapes", _fake_overrides(base_url, on_failure))
 
 
 def test_stage_with_a_failing_endpoint_and_on_failure_error_fails_and_caches_nothing(
@@ -531,3 +553,34 @@ def test_a_judge_run_killed_midway_resumes_without_asking_again(endpoint, projec
     assert (data["judge"]["cache_hits"], data["judge"]["calls"]) == (cached, n - cached)
     assert endpoint.state.requests - asked_before == n - cached  # no answered call repeated
     assert data["n"] == n and data["accuracy"] == 1.0 and "unscored" not in data
+
+
+@pytest.mark.parametrize("echo", ECHO_CASES)
+def test_a_key_the_judge_echoes_reaches_no_file_log_or_error(
+    endpoint, echo, project, monkeypatch, caplog, capfd
+):
+    """A judge server that repeats the key (whole, cut, split, far into an error, in its reply)
+    leaves no run of 8 of its characters in the scores file, the judge cache, the log or the
+    stage's error."""
+    monkeypatch.setenv(KEY_ENV, LEAK_KEY)
+    endpoint.state.fail_always = echo
+    key_env = f"score.judge.api_key_env={KEY_ENV}"
+    texts = []
+    with caplog.at_level(logging.DEBUG):
+        for on_failure in ("score_zero", "error"):
+            overrides = [*_fake_overrides(endpoint.base_url, on_failure), key_env]
+            try:
+                score.run("tiny_shapes", load_experiment("tiny_shapes", overrides), *BENCH)
+            except StageError as exc:
+                texts += [str(exc), repr(exc)]
+            if on_failure == "score_zero":
+                texts.append(paths.scores_file("tiny_shapes", *BENCH).read_text())
+    assert endpoint.state.auth[0] == f"Bearer {LEAK_KEY}"  # the key was sent
+    verdicts = echo.name == "a verdict after the key"  # the one echo that yields verdicts
+    assert len(texts) == (1 if verdicts else 3)  # the scores file, and the error if any
+    assert bool(list(judge_cache_dir("tiny_shapes").rglob("*.json"))) == verdicts
+    written = [p for p in project.rglob("*") if p.is_file() and "config" not in p.parts]
+    texts += [p.read_text(errors="replace") for p in written]
+    out, err = capfd.readouterr()
+    texts += [caplog.text, out, err]
+    assert not leaks("\n".join(texts)), [t[:200] for t in texts if leaks(t)]

@@ -293,3 +293,34 @@ def test_wemath_measures_are_the_metric_specs() -> None:
         MetricSpec(name="x", kind="wemath_four_dimensional", group="p", step="s", measure="XX")
     with pytest.raises((ValidationError, ValueError), match="step: kind 'wemath_four_dimensional'"):
         MetricSpec(name="x", kind="wemath_four_dimensional", group="p", measure="IK")
+
+
+def test_a_group_with_an_unscored_member_is_left_out_not_counted_right() -> None:
+    """An unscored item (the judge failed) leaves its group's verdict unknown: the group metric
+    is computed over complete groups and says how many it left out; accuracy ignores the item."""
+    items = [
+        {"id": "a1", "correct": 1, "task": "t", "groups": {"q": "a"}},
+        {"id": "a2", "correct": None, "task": "t", "groups": {"q": "a"}},  # its wrong member?
+        {"id": "b1", "correct": 1, "task": "t", "groups": {"q": "b"}},
+        {"id": "b2", "correct": 0, "task": "t", "groups": {"q": "b"}},
+        {"id": "c1", "correct": 1, "task": "t", "groups": {"q": "c"}},
+    ]
+    specs = [MetricSpec(name="CircularEval", kind="all_correct", group="q")]
+    out = compute(items, specs)
+    assert (out["CircularEval"]["value"], out["CircularEval"]["n"]) == (0.5, 2)
+    assert out["CircularEval"]["left_out"] == 1
+    assert (out["accuracy"]["value"], out["accuracy"]["n"]) == (0.75, 4)
+
+
+def test_wemath_leaves_out_problems_with_an_unscored_question() -> None:
+    rows = [("p", "2steps_1", 1), ("p", "2steps_2", None), ("p", "2steps_multi", 1),
+            ("q", "2steps_1", 1), ("q", "2steps_2", 1), ("q", "2steps_multi", 1)]  # fmt: skip
+    items = [
+        {"id": f"{p}{s}", "correct": c, "task": "t", "groups": {"problem": p, "step": s}}
+        for p, s, c in rows
+    ]
+    spec = MetricSpec(
+        name="CM", kind="wemath_four_dimensional", group="problem", step="step", measure="CM_strict"
+    )
+    out = compute(items, [spec])["CM"]
+    assert (out["value"], out["n"], out["left_out"]) == (1.0, 1, 1)

@@ -191,7 +191,7 @@ def test_report_numbers_equal_recomputation_from_items(project):
     shown = f"{100 * base.accuracy:.1f} [{100 * base.ci_low:.1f}, {100 * base.ci_high:.1f}]"
     assert shown in md and "## other" in md and "| SFT+GRPO |" in md
     assert "| model | accuracy (headline) | n | unscored |" in md, "the headline leads"
-    assert "base on shapes_test: rules only" in md
+    assert "base on shapes_test, protocol `vlrl`: rules only" in md
     html = (out / "index.html").read_text()
     assert "data:image/png;base64," in html and shown in html and "SFT+GRPO − base" in html
     assert 'id="gallery"' not in html and 'id="curves"' not in html  # n=0; curves: none logged
@@ -219,7 +219,7 @@ def test_unscored_items_are_left_out_and_counted(project):
                 item.update(correct=None, score=None, method="judge", judge_error="timeout")
         data["unscored"] = len(unscored)
         data["judge"] = dict(
-            model="judge-m", base_url="http://h/v1", mode="fallback", prompt_version="verifier-v1",
+            model="judge-m", base_url="http://h/v1", mode="always", prompt_version="verifier-v1",
             on_failure="unscored", calls=9, failures=3, cache_hits=1,
         )  # fmt: skip
 
@@ -249,10 +249,11 @@ def test_unscored_items_are_left_out_and_counted(project):
     assert "| 87 | 3 |" in judged_row
     assert "rules + judge judge-m (prompt verifier-v1)" in (out / "comparisons.md").read_text()
     assert (
-        "SFT+GRPO on shapes_test: rules + judge `judge-m` at http://h/v1 (mode fallback, prompt "
+        "SFT+GRPO on shapes_test, protocol `vlrl`: rules + judge `judge-m` at http://h/v1 (mode "
+        "always, prompt "
         "verifier-v1): 9 calls, 1 cached, 3 failures (left unscored), 3 items unscored"
     ) in md
-    assert "base on shapes_test: rules only" in md
+    assert "base on shapes_test, protocol `vlrl`: rules only" in md
 
 
 def test_the_headline_metric_leads_its_table(project):
@@ -320,7 +321,7 @@ def test_a_single_checkpoint_has_no_comparisons(project):
 
 REFERENCE = """\
 paper: {title: A Paper, arxiv: "2501.00001", url: "https://arxiv.org/abs/2501.00001"}
-protocol: {toolkit: VLMEvalKit, prompt: R1 system prompt, judge: not stated}
+protocol: {toolkit: VLMEvalKit, prompt: R1 system prompt, judge: not stated, scoring: vlrl}
 columns:
   Shapes: {benchmark: shapes_test, scale: percent, differs: another split}
   Other: {benchmark: null, scale: percent}

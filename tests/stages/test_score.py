@@ -75,10 +75,12 @@ def test_scores_file_contract(project):
     score.run(EXP, load_experiment(EXP), "grpo", BENCH)
     data = json.loads(paths.scores_file(EXP, "grpo", BENCH).read_text())
 
-    assert list(data)[:8] == [
-        "experiment", "checkpoint", "benchmark", "n", "accuracy", "ci_low", "ci_high", "per_task",
+    assert list(data)[:9] == [
+        "experiment", "checkpoint", "benchmark", "protocol", "n", "accuracy", "ci_low", "ci_high",
+        "per_task",
     ]  # fmt: skip
     assert (data["experiment"], data["checkpoint"], data["benchmark"]) == (EXP, "grpo", BENCH)
+    assert data["protocol"] == "vlrl"  # shapes_test's only protocol
     assert data["judge"] is None
     expected = {r[0]: (r[7], r[8]) for r in ROWS}
     for item in data["items"]:
@@ -171,7 +173,7 @@ def test_checkpoint_not_evaluated_is_an_error(project):
         (lambda text: text + "{not json\n", r"shapes_test\.jsonl:11: not valid JSON"),
         (lambda text: text + text.splitlines()[0] + "\n", r":11: id 'c1' appears twice"),
         (lambda text: text.replace('"response"', '"reply"', 1), r":1: response: Field required"),
-        (lambda text: text.replace('"numerical"', '"detection"', 1), r":4: no scoring rule"),
+        (lambda text: text.replace('"numerical"', '"detection"', 1), r":4: protocol 'vlrl' has no"),
         (lambda text: text.replace('"checkpoint"', '"error": 1, "checkpoint"', 1), r":1: error"),
         (lambda text: "", r"has no predictions"),
         # a file cut in the middle of its last line (a killed writer, a full disk)
@@ -217,3 +219,96 @@ def test_model_input_boxes_without_their_frames_are_refused(tmp_path: Path) -> N
     framed = row.model_copy(update={"input_size": [5, 5], "image_sizes": [[10, 10]]})
     (item,) = rule_scores([framed], protocol, 0.5, tmp_path / "preds.jsonl")
     assert item.correct == 1 and item.score == 1.0
+
+
+def test_a_judge_failure_in_fallback_mode_keeps_the_rule_verdict(project, endpoint, caplog):
+    """A failed judge call must not move a metric: in fallback mode only rule-wrong items are
+    asked, so dropping a failure would drop a probably-wrong item from the denominator."""
+    write_predictions(ROWS)
+    endpoint.state.reply = "perhaps"  # never parses as a verdict
+    cfg = load_experiment(
+        EXP, [f"score.judge.base_url={endpoint.base_url}", "score.judge.model=judge-m"]
+    )
+    with caplog.at_level("WARNING"):
+        score.run(EXP, cfg, "grpo", BENCH)
+    data = json.loads(paths.scores_file(EXP, "grpo", BENCH).read_text())
+    wrong = [r[0] for r in ROWS if r[7] == 0 and r[2] != "grounding"]
+    assert data["judge"]["failures"] == len(wrong) and "unscored" not in data
+    assert data["n"] == len(ROWS) and data["accuracy"] == sum(r[7] for r in ROWS) / len(ROWS)
+    by_id = {item["id"]: item for item in data["items"]}
+    for rid in wrong:
+        assert (by_id[rid]["correct"], by_id[rid]["method"]) == (0, "rule")
+        assert by_id[rid]["judge_error"], rid
+    assert "their rule verdicts kept" in caplog.text
+
+
+MC_ROWS = [r for r in ROWS if r[2] == "multiple_choice"]
+
+
+def _mc_benchmark(project: Path, protocols: list[str]) -> str:
+    """A shapes benchmark scored under ``protocols`` (the first is its default)."""
+    name = "shapes_mc"
+    (project / "config" / "benchmarks" / f"{name}.yaml").write_text(
+        f"loader: experiment_split\nprotocols: [{', '.join(protocols)}]\n"
+    )
+    write_predictions(MC_ROWS, bench=name)
+    return name
+
+
+def test_a_rules_only_protocol_is_judged_only_when_the_experiment_says_so(project, endpoint):
+    bench = _mc_benchmark(project, ["vlmevalkit_2608", "vlrl"])
+    endpoint.state.reply = "1"
+    judge = [f"score.judge.base_url={endpoint.base_url}", "score.judge.model=judge-m"]
+    score.run(EXP, load_experiment(EXP, judge), "grpo", bench)
+    data = json.loads(paths.scores_file(EXP, "grpo", bench).read_text())
+    assert endpoint.state.requests == 0 and data["judge"] is None
+    assert data["protocol"] == "vlmevalkit_2608"
+    assert data["accuracy"] == pytest.approx(2 / 3)
+
+    score.run(
+        EXP,
+        load_experiment(EXP, [*judge, f"score.judge.benchmarks.{bench}=fallback"]),
+        "grpo",
+        bench,
+    )
+    data = json.loads(paths.scores_file(EXP, "grpo", bench).read_text())
+    assert endpoint.state.requests == 1 and data["judge"]["mode"] == "fallback"
+    assert data["accuracy"] == 1.0  # the judge said "correct" to the one rule-wrong item
+
+    score.run(EXP, load_experiment(EXP, [*judge, f"score.protocol.{bench}=vlrl"]), "grpo", bench)
+    data = json.loads(paths.scores_file(EXP, "grpo", bench).read_text())
+    assert data["protocol"] == "vlrl" and data["judge"]["mode"] == "fallback"  # optional: judged
+
+
+def test_a_protocol_the_benchmark_does_not_support_is_refused(project):
+    bench = _mc_benchmark(project, ["vlmevalkit_2608"])
+    cfg = load_experiment(EXP, [f"score.protocol.{bench}=vlrl"])
+    with pytest.raises(StageError, match=r"score.protocol.shapes_mc: 'vlrl' is not a protocol"):
+        score.run(EXP, cfg, "grpo", bench)
+
+
+def test_rescore_compares_protocols_without_inference(project):
+    bench = _mc_benchmark(project, ["vlrl", "vlmevalkit_2608"])
+    path = paths.predictions_file(EXP, "grpo", bench)
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["response"] = "<answer>It is B.</answer>"  # a letter in prose: VLMEvalKit reads it
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    runner = CliRunner()
+    assert runner.invoke(app, ["score", EXP, "grpo", bench]).exit_code == 0
+    before = paths.predictions_file(EXP, "grpo", bench).stat().st_mtime_ns
+    out = runner.invoke(
+        app,
+        ["rescore", EXP, "-p", "vlmevalkit_2608", "-b", bench, "-c", "grpo"],
+        env={"COLUMNS": "200"},
+    )
+    assert out.exit_code == 0, out.output
+    rescored = json.loads(paths.rescored_file(EXP, "vlmevalkit_2608", "grpo", bench).read_text())
+    stage = json.loads(paths.scores_file(EXP, "grpo", bench).read_text())
+    assert (stage["protocol"], rescored["protocol"]) == ("vlrl", "vlmevalkit_2608")
+    assert (stage["accuracy"], rescored["accuracy"]) == (pytest.approx(1 / 3), pytest.approx(2 / 3))
+    assert "66.7" in out.output and "33.3 (vlrl)" in out.output
+    assert paths.predictions_file(EXP, "grpo", bench).stat().st_mtime_ns == before
+    refused = runner.invoke(app, ["rescore", EXP, "-p", "mmvet_official", "-b", bench])
+    assert refused.exit_code == 2 and "no benchmark supports protocol 'mmvet_official'" in (
+        refused.output
+    )

@@ -272,8 +272,8 @@ def test_a_judge_graded_benchmark_needs_the_experiments_judge(project):
     with pytest.raises(ConfigError) as info:
         check_all()
     assert re.search(
-        r"no_judge\.yaml: benchmarks\.1: 'mmvet' is scored by an LLM judge .*judge\.required\) "
-        r"but score\.judge is not set",
+        r"no_judge\.yaml: benchmarks\.1: 'mmvet' is scored by protocol 'mmvet_official', an "
+        r"LLM judge's, but score\.judge is not set",
         str(info.value),
     ), str(info.value)
     path = _variant(project, "no_judge", r"^  - shapes_test$", "  - shapes_test\n  - mmvet")

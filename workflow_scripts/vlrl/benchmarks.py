@@ -12,12 +12,13 @@ Loaders:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from vlrl import paths
 from vlrl.config import KeyProblems, Section, load_named
+from vlrl.config.base import UniqueList
 from vlrl.errors import ConfigError, DataError
 from vlrl.records import Record, read_records
 from vlrl.scoring.measures import WemathMeasure
@@ -85,20 +86,13 @@ class MetricSpec(Section):
 
 
 class BenchmarkJudge(Section):
-    """How a benchmark uses the experiment's judge (``score.judge``: the endpoint)."""
+    """How a judge asks about this benchmark's items (when its scoring protocol, or the
+    experiment's ``score.judge.benchmarks``, has them judged)."""
 
     prompt: str | None = Field(
         None,
         description="A judge prompt of vlrl.scoring.judge_prompts.PROMPTS (e.g. mmvet, the "
         "MM-Vet grader); None: the prompt of each item's answer type.",
-    )
-    mode: Literal["fallback", "always"] | None = Field(
-        None, description="Overrides score.judge.mode for this benchmark (None: the experiment's)."
-    )
-    required: bool = Field(
-        False,
-        description="The benchmark's metric needs the judge (MM-Vet): an experiment listing it "
-        "without score.judge is refused.",
     )
 
 
@@ -133,9 +127,6 @@ class BenchmarkConfig(Section):
     iou_threshold: float | None = Field(
         None, ge=0, le=1, description="Grounding; default: the experiment's score.iou_threshold."
     )
-    iou_strict: bool = Field(
-        False, description="Grounding: correct iff IoU > threshold (VLM-R1), not IoU >= threshold."
-    )
     box_frame: Literal["original", "model_input"] = Field(
         "original",
         description="Grounding: the pixel frame of the model's boxes. original: the image as "
@@ -150,18 +141,28 @@ class BenchmarkConfig(Section):
         description="ChartQA's relaxed accuracy: a number within this relative error of the "
         "reference is correct, any other answer must equal it (case-insensitive).",
     )
-    choice_rule: Literal["strict", "vlmevalkit"] = Field(
-        "strict",
-        description="Multiple choice: strict reads an option letter at the start of the answer "
-        "or an option's exact text; vlmevalkit reads it with VLMEvalKit's can_infer instead (a "
-        "lone option letter among the last five words, 'the answer is X', or the one option "
-        "text inside the answer), as VLMEvalKit scores its MCQ benchmarks before its judge.",
+    protocols: Annotated[list[str], UniqueList] = Field(
+        default_factory=lambda: ["vlrl"],
+        min_length=1,
+        description="The scoring protocols (vlrl.scoring.protocols) this benchmark supports; "
+        "the first is its default, the one its reference scorer follows. An experiment picks "
+        "another with score.protocol.<benchmark>; vlrl rescore compares them.",
+    )
+    family: Literal["mathvista"] | None = Field(
+        None,
+        description="The benchmark family whose own rule a toolkit protocol applies (VLMEvalKit "
+        "scores MathVista with its mathvista.py rule, not its generic one).",
     )
     judge: BenchmarkJudge | None = Field(
-        None, description="The benchmark's judge protocol (prompt, mode, required)."
+        None, description="How a judge asks about its items (prompt)."
     )
     metrics: list[MetricSpec] = Field(default_factory=list)
     headline: str = Field("accuracy", description="The metric the tables lead with.")
+
+    @property
+    def protocol(self) -> str:
+        """The default scoring protocol: the first of ``protocols``."""
+        return self.protocols[0]
 
     @model_validator(mode="after")
     def _records_need_a_file(self) -> BenchmarkConfig:
@@ -195,6 +196,22 @@ class BenchmarkConfig(Section):
         if problems:
             raise KeyProblems(*problems)
         return self
+
+
+def protocol_for(bench: str, cfg: BenchmarkConfig, chosen: dict[str, str]) -> str:
+    """The scoring protocol ``bench`` is scored by: the experiment's choice
+    (``score.protocol``, here ``chosen``) or the benchmark's default.
+
+    Raises:
+        ConfigError: the chosen protocol is not one the benchmark supports.
+    """
+    name = chosen.get(bench, cfg.protocol)
+    if name not in cfg.protocols:
+        raise ConfigError(
+            f"score.protocol.{bench}: {name!r} is not a protocol benchmark {bench} supports "
+            f"({paths.benchmark_file(bench)}: protocols {cfg.protocols})"
+        )
+    return name
 
 
 def load_benchmark(name: str) -> BenchmarkConfig:

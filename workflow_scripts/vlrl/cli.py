@@ -190,7 +190,7 @@ def infer(exp: Exp, checkpoint: Checkpoint, bench: Bench, set_: Overrides = None
 
 @app.command()
 def score(exp: Exp, checkpoint: Checkpoint, bench: Bench, set_: Overrides = None) -> None:
-    """Score predictions with rules (and an LLM judge if configured)."""
+    """Score predictions under the benchmark's scoring protocol (and a judge where it uses one)."""
     _stage("score", _experiment(exp, set_), exp, checkpoint, bench)
 
 
@@ -202,6 +202,36 @@ def report(exp: Exp, set_: Overrides = None) -> None:
     # The report's provenance fingerprints its own code, as the workflow derives it.
     root = stage_deps.source_root().parent
     _stage("report", _experiment(exp, set_), exp, stage_deps.code_files("report", root), root)
+
+
+@app.command()
+def rescore(
+    exp: Exp,
+    protocol: Annotated[
+        str, typer.Option("--protocol", "-p", help="A scoring protocol (vlrl protocols).")
+    ],
+    checkpoint: Annotated[
+        list[str] | None, typer.Option("--checkpoint", "-c", help="Only these models.")
+    ] = None,
+    bench: Annotated[
+        list[str] | None, typer.Option("--benchmark", "-b", help="Only these benchmarks.")
+    ] = None,
+) -> None:
+    """Rescore existing predictions under another scoring protocol (no new inference) into
+    results/<exp>/rescored/<protocol>/, and print each headline beside the stage's."""
+    from vlrl.workflow import rescoring
+
+    _run(rescoring.rescore_and_show, exp, protocol, checkpoint, bench)
+
+
+@app.command()
+def protocols(
+    bench: Annotated[str | None, typer.Argument(help="Only this benchmark's.")] = None,
+) -> None:
+    """List the scoring protocols (name, judge use, source) and which benchmarks support each."""
+    from vlrl.workflow import rescoring
+
+    _run(rescoring.show_protocols, bench)
 
 
 @app.command("check")

@@ -137,6 +137,11 @@ def scores_file(exp: str, checkpoint: str, bench: str) -> Path:
     return results_dir(exp) / "scores" / checkpoint / f"{bench}.json"
 
 
+def rescored_file(exp: str, protocol: str, checkpoint: str, bench: str) -> Path:
+    """Scores of existing predictions under another protocol (``vlrl rescore``; not tracked)."""
+    return results_dir(exp) / "rescored" / protocol / checkpoint / f"{bench}.json"
+
+
 def stage_params_file(exp: str, stage: str) -> Path:
     """The resolved values of the config keys ``stage`` reads (``vlrl.workflow.resolve``)."""
     return results_dir(exp) / "params" / f"{stage}.yaml"

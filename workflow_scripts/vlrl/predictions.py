@@ -42,6 +42,8 @@ class Prediction(BaseModel):
     problem_type: ProblemType
     problem: str
     answer: str
+    accepted: list[str] = Field(default_factory=list)
+    precision: int | None = None
     options: list[str] = Field(default_factory=list)
     boxes: list[list[float]] = Field(default_factory=list)
     images: list[str] = Field(default_factory=list)
@@ -55,8 +57,11 @@ class Prediction(BaseModel):
     def _leave_out_unused(self, handler):
         # Most benchmarks have no groups and no model-input frame: leave the keys out.
         data = handler(self)
-        if not self.groups:
-            data.pop("groups", None)
+        for key in ("groups", "accepted"):
+            if not getattr(self, key):
+                data.pop(key, None)
+        if self.precision is None:
+            data.pop("precision", None)
         if self.input_size is None:
             data.pop("input_size", None)
             data.pop("image_sizes", None)
@@ -90,6 +95,8 @@ def prediction_of(
         problem_type=record.problem_type,
         problem=record.problem,
         answer=record.answer,
+        accepted=record.accepted,
+        precision=record.precision,
         options=record.options,
         boxes=record.boxes,
         images=record.images,
@@ -150,12 +157,21 @@ class JudgeMetadata(BaseModel):
 
 
 class MetricValue(BaseModel):
-    """A benchmark metric: its value and, for proportions, its n and interval."""
+    """A benchmark metric: its value and, for proportions, its n and interval; for a group
+    metric, ``left_out``: the groups it left out because a member is unscored."""
 
     value: float
     n: int | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    left_out: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _left_out_only_for_groups(self, handler):
+        data = handler(self)
+        if self.left_out is None:
+            data.pop("left_out", None)
+        return data
 
 
 class TaskSummary(BaseModel):
@@ -173,6 +189,9 @@ class Scores(BaseModel):
     experiment: str
     checkpoint: str
     benchmark: str
+    protocol: str = Field(
+        "vlrl", description="The scoring protocol (vlrl.scoring.protocols) the verdicts follow."
+    )
     n: int
     accuracy: float
     ci_low: float

@@ -30,6 +30,14 @@ class Record(BaseModel):
     problem: str
     answer: str
     problem_type: ProblemType
+    accepted: list[str] = Field(
+        default_factory=list,
+        description="Other accepted answers beside ``answer``: every gold of an MMMU open "
+        "question with a list of golds, every letter of a MathVista choice text that repeats.",
+    )
+    precision: int | None = Field(
+        None, ge=0, description="Decimals a float answer is rounded to (MathVista's precision)."
+    )
     options: list[str] = Field(default_factory=list)
     boxes: list[list[float]] = Field(default_factory=list)
     caption: str | None = None
@@ -49,8 +57,11 @@ class Record(BaseModel):
     def _without_empty_groups(self, handler):
         # Most data has no groups: leave the key out, so such records serialize as before.
         data = handler(self)
-        if not self.groups:
-            data.pop("groups", None)
+        for key in ("groups", "accepted"):
+            if not getattr(self, key):
+                data.pop(key, None)
+        if self.precision is None:
+            data.pop("precision", None)
         return data
 
 

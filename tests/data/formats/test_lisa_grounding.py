@@ -1,5 +1,5 @@
-"""The lisa_grounding format: VLM-R1's lisa_test.json (in rec_jsons_processed.zip) and the
-pictures in lisa_test.zip → one grounding record per item, in the json's order."""
+"""The lisa_grounding format: VLM-R1's lisa_test.json (in rec_jsons_processed.zip, 1,658 items)
+and the pictures in lisa_test.zip → one grounding record per item, in the json's order."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hub_parquet import image_bytes
 
 from vlrl.answers import dumps_box
 from vlrl.benchmarks import BenchmarkConfig, subsample
-from vlrl.data.formats import convert_dataset
+from vlrl.config import load_dataset
+from vlrl.data.formats import convert_dataset, lisa_grounding
 from vlrl.errors import DataError
 from vlrl.predictions import prediction_of
 from vlrl.records import read_records
@@ -99,9 +101,38 @@ def write_images(
             archive.writestr(prefix + name, _jpeg(*PICTURES[name]))
 
 
+#: The items of the released lisa_test.json (the format's ROWS, written here as well).
+RELEASED = 1_658
+
+
+def released_items(n: int = RELEASED) -> list[dict[str, Any]]:
+    """:func:`lisa_items`, then distinct queries on the three pictures, ``n`` in all."""
+    out = lisa_items()[:n]
+    names = list(PICTURES)
+    for index in range(len(out), n):
+        name = names[index % len(names)]
+        width, height, _ = PICTURES[name]
+        box = [index % 5, index % 3, width - index % 7, height - index % 4]
+        out.append(_item(name, f"the thing asked for in query {index}", box))
+    return out
+
+
 def write_lisa_grounding_fixture(root: Path) -> None:
-    """A small omlab/VLM-R1 for LISA-Grounding under ``root``: rec_jsons_processed.zip with
-    rec_jsons_processed/lisa_test.json (6 items) and lisa_test.zip with 3 test/*.jpg pictures."""
+    """omlab/VLM-R1's LISA-Grounding at the released size under ``root``:
+    rec_jsons_processed.zip with rec_jsons_processed/lisa_test.json (1,658 items, the first six
+    :func:`lisa_items`) and lisa_test.zip with 3 test/*.jpg pictures."""
+    write_annotations(root, released_items())
+    write_images(root)
+
+
+@pytest.fixture
+def six(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The format told to expect the six :func:`lisa_items` instead of the released 1,658."""
+    monkeypatch.setitem(lisa_grounding.ROWS, "lisa_test.json", len(lisa_items()))
+
+
+def write_six(root: Path) -> None:
+    """The six :func:`lisa_items` and their pictures (use with the ``six`` fixture)."""
     write_annotations(root, lisa_items())
     write_images(root)
 
@@ -111,8 +142,8 @@ def _raw(root: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
-def test_each_item_becomes_a_grounding_record(tmp_path: Path) -> None:
-    write_lisa_grounding_fixture(tmp_path)
+def test_each_item_becomes_a_grounding_record(tmp_path: Path, six: None) -> None:
+    write_six(tmp_path)
     assert convert_dataset("lisa_grounding", tmp_path) == {"lisa_test": 6}
     records = read_records(tmp_path / "records" / "lisa_test.jsonl")  # checks images and boxes
     assert [r.id for r in records] == [f"lisa_test-{i}" for i in range(6)]
@@ -137,8 +168,8 @@ def test_each_item_becomes_a_grounding_record(tmp_path: Path) -> None:
     ]
 
 
-def test_edges_are_kept_and_edge_noise_is_clamped(tmp_path: Path) -> None:
-    write_lisa_grounding_fixture(tmp_path)
+def test_edges_are_kept_and_edge_noise_is_clamped(tmp_path: Path, six: None) -> None:
+    write_six(tmp_path)
     convert_dataset("lisa_grounding", tmp_path)
     boxes = {r["id"]: r["boxes"][0] for r in _raw(tmp_path)}
     assert boxes["lisa_test-2"] == [22.0, 2.0, 40.0, 30.0]  # on the right and bottom edge
@@ -146,8 +177,8 @@ def test_edges_are_kept_and_edge_noise_is_clamped(tmp_path: Path) -> None:
     assert boxes["lisa_test-5"] == [0.0, 0.0, 8.0, 9.0]  # on the left and top edge
 
 
-def test_a_picture_shared_by_items_is_stored_once(tmp_path: Path) -> None:
-    write_lisa_grounding_fixture(tmp_path)
+def test_a_picture_shared_by_items_is_stored_once(tmp_path: Path, six: None) -> None:
+    write_six(tmp_path)
     convert_dataset("lisa_grounding", tmp_path)
     raw = _raw(tmp_path)
     assert raw[0]["images"] == raw[2]["images"]
@@ -156,10 +187,10 @@ def test_a_picture_shared_by_items_is_stored_once(tmp_path: Path) -> None:
     assert len(list((tmp_path / "records" / "images").iterdir())) == 3
 
 
-def test_ids_and_records_do_not_depend_on_the_image_archive(tmp_path: Path) -> None:
+def test_ids_and_records_do_not_depend_on_the_image_archive(tmp_path: Path, six: None) -> None:
     """The id is the item's place in the pinned json: converting again, from an image archive
     with its members in another order (or under an extra top folder), gives the same records."""
-    write_lisa_grounding_fixture(tmp_path / "a")
+    write_six(tmp_path / "a")
     convert_dataset("lisa_grounding", tmp_path / "a")
     write_annotations(tmp_path / "b", lisa_items())
     write_images(tmp_path / "b", names=sorted(PICTURES, reverse=True), prefix="lisa_test/")
@@ -167,16 +198,16 @@ def test_ids_and_records_do_not_depend_on_the_image_archive(tmp_path: Path) -> N
     assert _raw(tmp_path / "a") == _raw(tmp_path / "b")
 
 
-def test_the_readme_spelling_of_the_image_archive_is_read(tmp_path: Path) -> None:
+def test_the_readme_spelling_of_the_image_archive_is_read(tmp_path: Path, six: None) -> None:
     write_annotations(tmp_path, lisa_items())
     write_images(tmp_path, file="lisa-test.zip")
     assert convert_dataset("lisa_grounding", tmp_path) == {"lisa_test": 6}
 
 
-def test_the_subsample_draws_the_items_vlm_r1_draws(tmp_path: Path) -> None:
+def test_the_subsample_draws_the_items_vlm_r1_draws(tmp_path: Path, six: None) -> None:
     """Records keep the json's order, so vlrl's seeded subsample is test_rec_r1.py's
     ``random.seed(42); random.shuffle(data); data[:n]`` item for item."""
-    write_lisa_grounding_fixture(tmp_path)
+    write_six(tmp_path)
     convert_dataset("lisa_grounding", tmp_path)
     records = read_records(tmp_path / "records" / "lisa_test.jsonl")
     data = lisa_items()
@@ -188,21 +219,23 @@ def test_the_subsample_draws_the_items_vlm_r1_draws(tmp_path: Path) -> None:
     assert sorted(r.problem for r in subsample(records, 2000, 42)) == sorted(expected)
 
 
-def test_the_vlm_r1_protocol_scores_the_references_right(tmp_path: Path) -> None:
-    """The benchmark's protocol (see the module docstring) parses; it scores every reference
-    box, as VLM-R1's model writes it, right and an empty answer wrong."""
+def test_the_vlm_r1_protocol_scores_the_references_right(
+    tmp_path: Path, six: None, project: Path
+) -> None:
+    """The shipped benchmark (config/benchmarks/lisa_grounding.yaml) parses; it scores every
+    reference box, as VLM-R1's model writes it, right and an empty answer wrong."""
+    raw = yaml.safe_load((project / "config" / "benchmarks" / "lisa_grounding.yaml").read_text())
+    # Only the keys this checkout's schema knows: the scoring keys (iou_strict → protocols) are
+    # another change's.
     bench = BenchmarkConfig.model_validate(
-        {
-            "loader": "records",
-            "dataset": "lisa_grounding",
-            "file": "records/lisa_test.jsonl",
-            "max_new_tokens": 256,
-            "iou_strict": True,
-            "box_frame": "model_input",
-            "subsample": {"n": 2000, "seed": 42},
-        }
+        {k: v for k, v in raw.items() if k in BenchmarkConfig.model_fields}
     )
-    write_lisa_grounding_fixture(tmp_path)
+    assert (bench.dataset, bench.file, bench.box_frame) == (
+        "lisa_grounding",
+        "records/lisa_test.jsonl",
+        "model_input",
+    )
+    write_six(tmp_path)
     convert_dataset("lisa_grounding", tmp_path)
     records = read_records(tmp_path / "records" / "lisa_test.jsonl")
     # The answers are in the images' own pixels here (no model-input frame to rescale from).
@@ -231,7 +264,7 @@ def test_the_vlm_r1_protocol_scores_the_references_right(tmp_path: Path) -> None
     ],
 )
 def test_bad_items_name_file_item_and_field(
-    tmp_path: Path, index: int, change: dict[str, Any], needle: str
+    tmp_path: Path, six: None, index: int, change: dict[str, Any], needle: str
 ) -> None:
     items = lisa_items()
     items[index].update(change)
@@ -243,7 +276,7 @@ def test_bad_items_name_file_item_and_field(
     assert needle in str(info.value)
 
 
-def test_a_solution_given_as_a_json_string_is_read(tmp_path: Path) -> None:
+def test_a_solution_given_as_a_json_string_is_read(tmp_path: Path, six: None) -> None:
     items = lisa_items()
     items[0]["solution"] = "[3.5, 4.25, 20.75, 18.0]"
     write_annotations(tmp_path, items)
@@ -252,7 +285,7 @@ def test_a_solution_given_as_a_json_string_is_read(tmp_path: Path) -> None:
     assert _raw(tmp_path)[0]["boxes"] == [[3.5, 4.25, 20.75, 18.0]]
 
 
-def test_a_missing_picture_member_names_the_item_and_the_archive(tmp_path: Path) -> None:
+def test_a_missing_picture_member_names_the_item_and_the_archive(tmp_path: Path, six: None) -> None:
     write_annotations(tmp_path, lisa_items())
     write_images(tmp_path, names=["test/3412_kitchen.jpg", "test/1201_desk.jpg"])
     with pytest.raises(DataError) as info:
@@ -262,7 +295,7 @@ def test_a_missing_picture_member_names_the_item_and_the_archive(tmp_path: Path)
     )
 
 
-def test_an_ambiguous_picture_is_an_error(tmp_path: Path) -> None:
+def test_an_ambiguous_picture_is_an_error(tmp_path: Path, six: None) -> None:
     write_annotations(tmp_path, lisa_items())
     with zipfile.ZipFile(tmp_path / IMAGES, "w") as archive:
         for prefix in ("a/", "b/"):
@@ -285,8 +318,8 @@ def test_an_ambiguous_picture_is_an_error(tmp_path: Path) -> None:
         ("item_not_object", f"{WHERE} row 0: is a list, not an object"),
     ],
 )
-def test_bad_archives_are_named(tmp_path: Path, setup: str, needle: str) -> None:
-    write_lisa_grounding_fixture(tmp_path)
+def test_bad_archives_are_named(tmp_path: Path, six: None, setup: str, needle: str) -> None:
+    write_six(tmp_path)
     if setup == "no_images":
         (tmp_path / IMAGES).unlink()
     elif setup == "both_images":
@@ -303,16 +336,54 @@ def test_bad_archives_are_named(tmp_path: Path, setup: str, needle: str) -> None
     elif setup == "corrupt_zip":
         (tmp_path / IMAGES).write_bytes(b"PK not really a zip")
     elif setup == "item_not_object":
-        write_annotations(tmp_path, [[1, 2]])
+        write_annotations(tmp_path, [[1, 2], *lisa_items()[1:]])
     with pytest.raises(DataError) as info:
         convert_dataset("lisa_grounding", tmp_path)
     assert needle in str(info.value)
 
 
-def test_mac_resource_forks_are_not_members(tmp_path: Path) -> None:
-    write_lisa_grounding_fixture(tmp_path)
+def test_mac_resource_forks_are_not_members(tmp_path: Path, six: None) -> None:
+    write_six(tmp_path)
     with zipfile.ZipFile(tmp_path / ANNOTATIONS, "a") as archive:
         archive.writestr("__MACOSX/rec_jsons_processed/._lisa_test.json", b"\x00\x05junk")
     with zipfile.ZipFile(tmp_path / IMAGES, "a") as archive:
         archive.writestr("__MACOSX/test/._3412_kitchen.jpg", b"\x00\x05junk")
     assert convert_dataset("lisa_grounding", tmp_path) == {"lisa_test": 6}
+
+
+def test_the_released_size_converts_and_the_2000_cut_keeps_every_item(tmp_path: Path) -> None:
+    write_lisa_grounding_fixture(tmp_path)
+    assert convert_dataset("lisa_grounding", tmp_path) == {"lisa_test": 1_658}
+    records = read_records(tmp_path / "records" / "lisa_test.jsonl", limit=10)
+    assert records[0].problem == PROBLEM.format("the utensil used for flipping pancakes")
+    raw = _raw(tmp_path)
+    assert [r["id"] for r in raw] == [f"lisa_test-{i}" for i in range(1_658)]
+    assert len(subsample(raw, 2000, 42)) == 1_658
+
+
+@pytest.mark.parametrize("found", [1_657, 1_659, 2_000])
+def test_another_size_fails_naming_the_file_expected_and_found(tmp_path: Path, found: int) -> None:
+    assert lisa_grounding.ROWS == {"lisa_test.json": RELEASED}
+    write_annotations(tmp_path, released_items(found))
+    write_images(tmp_path)
+    with pytest.raises(DataError) as info:
+        convert_dataset("lisa_grounding", tmp_path)
+    assert str(info.value) == (
+        f"{WHERE} holds {found:,} items, expected 1,658 (VLM-R1's LISA-Grounding test)"
+    )
+    assert not list((tmp_path / "records").glob("*.jsonl"))
+
+
+def test_the_config_pins_vlm_r1s_repository(project: Path) -> None:
+    """Read as YAML: the benchmark schema's scoring keys are another change's."""
+
+    data = load_dataset("lisa_grounding")
+    assert (data.repo_id, data.revision, data.format) == (
+        "omlab/VLM-R1",
+        "e5b48b7c5ed7e407f89924b225a6c6c5ebc356af",
+        "lisa_grounding",
+    )
+    assert data.allow_patterns == [ANNOTATIONS, IMAGES]
+    bench = yaml.safe_load((project / "config" / "benchmarks" / "lisa_grounding.yaml").read_text())
+    assert (bench["dataset"], bench["file"]) == ("lisa_grounding", "records/lisa_test.jsonl")
+    assert (bench["subsample"], bench["max_new_tokens"]) == ({"n": 2000, "seed": 42}, 256)

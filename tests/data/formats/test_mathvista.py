@@ -202,12 +202,24 @@ def test_hints_follow_answer_type_and_precision(tmp_path: Path) -> None:
     )
 
 
-def test_a_repeated_choice_text_takes_its_first_letter(tmp_path: Path) -> None:
+def test_a_repeated_choice_text_accepts_each_of_its_letters(tmp_path: Path) -> None:
+    # The reference compares choice texts: "18" is right as C and as D (testmini 781).
     write_mathvista_fixture(tmp_path)
     convert_dataset("mathvista", tmp_path)
-    repeated = _records(tmp_path)["6"]
+    records = _records(tmp_path)
+    repeated = records["6"]
     assert repeated["options"] == ["9", "12", "18", "18"]
-    assert repeated["answer"] == "C"
+    assert (repeated["answer"], repeated["accepted"]) == ("C", ["D"])
+    assert "accepted" not in records["1"]  # one choice has the gold text
+
+
+def test_float_answers_keep_their_precision(tmp_path: Path) -> None:
+    # The reference rounds a float prediction to the answer's precision before comparing.
+    write_mathvista_fixture(tmp_path)
+    convert_dataset("mathvista", tmp_path)
+    by_id = {r.id: r for r in read_records(tmp_path / "records" / "testmini.jsonl")}
+    assert [by_id[i].precision for i in ["1", "2", "3", "4", "5"]] == [None, None, 1, 2, None]
+    assert "precision" not in _records(tmp_path)["2"]  # integers carry none
 
 
 def test_images_are_stored_once_under_records(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The mmmu_pro format: MMMU/MMMU_Pro ``standard (10 options)`` and ``vision`` → records."""
+"""The mmmu_pro format: MMMU/MMMU_Pro ``standard (4 options)``, ``standard (10 options)`` and
+``vision`` → records."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from vlrl.records import read_records
 STANDARD = (
     "standard (10 options)/test-00000-of-00002.parquet",
     "standard (10 options)/test-00001-of-00002.parquet",
+)
+STANDARD_4 = (
+    "standard (4 options)/test-00000-of-00002.parquet",
+    "standard (4 options)/test-00001-of-00002.parquet",
 )
 VISION = "vision/test-00000-of-00001.parquet"
 IMAGES = [f"image_{i}" for i in range(1, 8)]
@@ -81,7 +86,17 @@ def vision_rows() -> list[dict[str, Any]]:
     ]
 
 
-def write_standard(root: Path, shards: tuple[list[dict[str, Any]], ...]) -> None:
+def standard_4_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The same questions with four options (two shards, as on the hub)."""
+    four = "['a', 'b', 'c', 'd']"
+    first = [_standard("test_History_1", "Which event does <image 1> show?", four, "D", "History")]
+    second = [_standard("test_Art_7", "Who painted <image 1>?", four, "A", "Art")]
+    return first, second
+
+
+def write_standard(
+    root: Path, shards: tuple[list[dict[str, Any]], ...], files: tuple[str, ...] = STANDARD
+) -> None:
     from datasets import Image, Value
 
     string = Value("string")
@@ -96,7 +111,7 @@ def write_standard(root: Path, shards: tuple[list[dict[str, Any]], ...]) -> None
         "topic_difficulty": string,
         "subject": string,
     }
-    for file, rows in zip(STANDARD, shards, strict=True):
+    for file, rows in zip(files, shards, strict=True):
         write_parquet(root / file, rows, features)
 
 
@@ -115,9 +130,10 @@ def write_vision(root: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def write_mmmu_pro_fixture(root: Path) -> None:
-    """A small MMMU/MMMU_Pro under ``root``: ``standard (10 options)`` (3 rows in two shards)
-    and ``vision`` (2 rows), in the hub's layout and schema."""
+    """A small MMMU/MMMU_Pro under ``root``: ``standard (10 options)`` (3 rows in two shards),
+    ``standard (4 options)`` (2 rows) and ``vision`` (2 rows), in the hub's layout and schema."""
     write_standard(root, standard_rows())
+    write_standard(root, standard_4_rows(), STANDARD_4)
     write_vision(root, vision_rows())
 
 
@@ -128,7 +144,7 @@ def _records(root: Path, split: str) -> dict[str, dict[str, Any]]:
 
 def test_standard_rows(tmp_path: Path) -> None:
     write_mmmu_pro_fixture(tmp_path)
-    assert convert_dataset("mmmu_pro", tmp_path) == {"standard_10": 3, "vision": 2}
+    assert convert_dataset("mmmu_pro", tmp_path) == {"standard_4": 2, "standard_10": 3, "vision": 2}
     records = {r.id: r for r in read_records(tmp_path / "records" / "standard_10.jsonl")}
     assert list(records) == ["test_History_1", "validation_Chemistry_12", "test_Art_7"]
     history = records["test_History_1"]
@@ -157,6 +173,30 @@ def test_vision_rows(tmp_path: Path) -> None:
     assert history.image_sizes == [[48, 36]]
     assert (history.answer, history.options[-1], history.task) == ("J", "j", "History")
     assert records["test_Art_7"].answer == "A"
+
+
+def test_standard_4_options_rows(tmp_path: Path) -> None:
+    write_mmmu_pro_fixture(tmp_path)
+    counts = convert_dataset("mmmu_pro", tmp_path)
+    assert counts == {"standard_4": 2, "standard_10": 3, "vision": 2}
+    records = {r.id: r for r in read_records(tmp_path / "records" / "standard_4.jsonl")}
+    history = records["test_History_1"]
+    assert history.problem == "Which event does <image 1> show?\nA. a\nB. b\nC. c\nD. d"
+    assert (history.answer, history.options, history.task) == ("D", list("abcd"), "History")
+    assert history.problem_type == "multiple_choice" and history.image_sizes == [[32, 24]]
+    assert records["test_Art_7"].answer == "A"
+    ten = {r.id: r for r in read_records(tmp_path / "records" / "standard_10.jsonl")}
+    assert ten["test_History_1"].answer == "J", "each config keeps its own options"
+
+
+def test_a_4_option_answer_past_d_names_the_file(tmp_path: Path) -> None:
+    first, second = standard_4_rows()
+    second[0]["answer"] = "E"
+    write_standard(tmp_path, (first, second), STANDARD_4)
+    with pytest.raises(DataError) as info:
+        convert_dataset("mmmu_pro", tmp_path)
+    assert f"{STANDARD_4[1]} row 0" in str(info.value)
+    assert "'answer' 'E' is not a letter among the 4 options (A-D)" in str(info.value)
 
 
 def test_one_config_alone(tmp_path: Path) -> None:

@@ -163,6 +163,25 @@ def test_problem_type_follows_what_math_verify_can_read(tmp_path: Path) -> None:
     assert "competition. Please calculate" in records[5].problem
 
 
+def test_an_answer_as_the_hub_writes_it_matches_the_record(tmp_path: Path) -> None:
+    """A response that states the hub's answer, ``$`` signs and all, or without them, is right
+    against the record's gold under vlrl.scoring.maths.equivalent (a string comparison fails the
+    free-form rows, whose gold has lost its ``$``)."""
+    from vlrl.scoring.candidate import Candidate
+    from vlrl.scoring.maths import equivalent_match
+
+    write_olympiadbench_fixture(tmp_path)
+    convert_dataset("olympiadbench", tmp_path)
+    records = read_records(tmp_path / "records" / f"{SUBSET}.jsonl")
+    for row, record in zip(olympiadbench_rows(), records, strict=True):
+        hub = row["final_answer"][0]
+        for stated in (hub, hub.replace("$", ""), hub.replace(" ", "")):
+            candidate = Candidate(f"<answer>{stated}</answer>", record.answer, record.problem_type)
+            assert equivalent_match(candidate).correct == 1, (stated, record.answer)
+        wrong = Candidate("<answer>$2 n+3$</answer>", record.answer, record.problem_type)
+        assert equivalent_match(wrong).correct == 0, record.answer
+
+
 def test_physics_context_chinese_and_text_only_subsets(tmp_path: Path) -> None:
     physics = "OE_MM_physics_en_COMP"
     write_rows(

@@ -69,7 +69,14 @@ class JudgeConfig(EndpointConfig):
     )
     mode: Literal["fallback", "always"] = Field(
         "fallback",
-        description="fallback: judge only items the rules mark wrong; always: judge all.",
+        description="For benchmarks whose scoring protocol may use a judge: fallback judges "
+        "only items the rules mark wrong (a failed call keeps the rule verdict and is counted); "
+        "always judges all.",
+    )
+    benchmarks: dict[str, Literal["fallback", "always"]] = Field(
+        default_factory=dict,
+        description="Benchmark → judge mode, whatever its scoring protocol says: the way to "
+        "judge a benchmark whose reference scoring is rules only (never judged otherwise).",
     )
     temperature: NonNegativeFloat = 0.0
     max_tokens: PositiveInt = 16
@@ -79,16 +86,22 @@ class JudgeConfig(EndpointConfig):
     )
     on_failure: Literal["unscored", "error", "score_zero"] = Field(
         "unscored",
-        description="A judge call that fails or a reply that does not parse: unscored (the item "
-        "counts neither right nor wrong: left out of every accuracy, counted as unscored in the "
-        "scores file and the report), error (the stage fails, naming the items) or score_zero "
-        "(the item scores 0, as some released evaluation scripts do, and the failure is "
-        "counted).",
+        description="A judge call that fails or a reply that does not parse, in mode always "
+        "(in mode fallback the item keeps its rule verdict, and the failure is counted): "
+        "unscored (the item counts neither right nor wrong: left out of every accuracy, and of "
+        "every group metric its group, counted in the scores file and the report), error (the "
+        "stage fails, naming the items; in either mode) or score_zero (the item scores 0, as "
+        "some released evaluation scripts do, and the failure is counted).",
     )
 
 
 class ScoreConfig(Section):
     iou_threshold: Annotated[float, Field(gt=0, le=1)] = 0.5
+    protocol: dict[str, str] = Field(
+        default_factory=dict,
+        description="Benchmark → the scoring protocol it is scored by, one its config lists "
+        "(default: its first, the protocol of its reference scorer). vlrl check checks both.",
+    )
     judge: JudgeConfig | None = None
     generation_failures: Literal["error", "score_zero"] = Field(
         "error",

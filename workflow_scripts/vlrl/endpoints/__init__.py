@@ -1,8 +1,10 @@
 """The one client for OpenAI-compatible endpoints: the LLM judge (:mod:`vlrl.scoring.judge`),
 the thinking reward model (:mod:`vlrl.rewards.thinking`) and the ``openai`` generation backend
 (:mod:`vlrl.generation.openai`) all call their servers through :class:`EndpointClient`, with
-one config (:class:`vlrl.config.EndpointConfig`), one retry policy and one cache
-(:class:`EndpointCache`).
+one config (:class:`vlrl.config.EndpointConfig`), one retry policy, one cache
+(:class:`EndpointCache`) and one bound on requests in flight per endpoint: ``concurrency``
+holds for the endpoint (``base_url`` and model), across every client of it in the process, every
+prompt version and every event loop (:mod:`vlrl.endpoints.bound`).
 
 Every request ends as an :class:`Answer` or a :class:`Failure`; no endpoint misbehaviour
 raises. Per attempt, what the endpoint did → the failure's ``kind``, and whether it is retried:
@@ -25,7 +27,9 @@ score_zero``, counted), the generation backend records the error in the predicti
 
 The API key is read from ``os.environ[cfg.api_key_env]`` at each batch, sent as a bearer token
 and never stored, logged or cached: replies and error texts are scrubbed of it (and of a
-password in the base URL) before anything else sees them.
+password in the base URL) before anything else sees them, whole and before they are cut short,
+and so is every run of :data:`FRAGMENT` (8) or more consecutive characters of it, which is what
+a server that echoes the key cut or split leaves (:func:`scrub`).
 
 An endpoint is named, in the cache key, the cache entries and the metadata callers record, by
 :func:`endpoint_name`: its ``endpoint_id`` when set (``serve:<backend>:<model>`` for a server
@@ -34,10 +38,13 @@ the pipeline started, :mod:`vlrl.servers`, whose port changes from run to run), 
 ``base_url`` not) is refused: its requests would go nowhere it names.
 """
 
+from vlrl.endpoints.bound import InFlightBound, endpoint_bound
 from vlrl.endpoints.cache import EndpointCache
 from vlrl.endpoints.client import EndpointClient, reply_content
 from vlrl.endpoints.replies import (
+    FRAGMENT,
     MAX_BACKOFF_S,
+    MAX_DETAIL,
     NO_KEY,
     RETRY_STATUSES,
     Answer,
@@ -45,6 +52,7 @@ from vlrl.endpoints.replies import (
     Failure,
     FailureKind,
     MissingAPIKey,
+    clip,
     endpoint_name,
     quiet_http_clients,
     redact_url,
@@ -52,7 +60,9 @@ from vlrl.endpoints.replies import (
 )
 
 __all__ = [
+    "FRAGMENT",
     "MAX_BACKOFF_S",
+    "MAX_DETAIL",
     "NO_KEY",
     "RETRY_STATUSES",
     "Answer",
@@ -61,7 +71,10 @@ __all__ = [
     "EndpointStats",
     "Failure",
     "FailureKind",
+    "InFlightBound",
     "MissingAPIKey",
+    "clip",
+    "endpoint_bound",
     "endpoint_name",
     "quiet_http_clients",
     "redact_url",

@@ -1,5 +1,6 @@
-"""The endpoint client: bounded concurrency, retries with backoff, the cache, and a
-:class:`~vlrl.endpoints.replies.Failure` for every request that fails for good."""
+"""The endpoint client: requests in flight bounded per endpoint (:mod:`vlrl.endpoints.bound`),
+retries with backoff, the cache, and a :class:`~vlrl.endpoints.replies.Failure` for every request
+that fails for good."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 
 import openai
 
+from vlrl.endpoints.bound import endpoint_bound
 from vlrl.endpoints.cache import EndpointCache
 from vlrl.endpoints.replies import (
     MAX_BACKOFF_S,
@@ -26,6 +28,7 @@ from vlrl.endpoints.replies import (
     FailureKind,
     MissingAPIKey,
     T,
+    clip,
     endpoint_name,
     quiet_http_clients,
     redact_url,
@@ -41,13 +44,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class _Problem:
-    """What went wrong with one attempt."""
+    """What went wrong with one attempt; ``detail`` whole and unscrubbed (``quote``: a body,
+    shown as its ``repr``)."""
 
     kind: FailureKind
     what: str
     detail: str
     retryable: bool
     status: int | None = None
+    quote: bool = False
 
 
 def _text(reply: str) -> str:
@@ -71,8 +76,10 @@ class EndpointClient:
     """Batches of chat completions from one endpoint (see the module docstring).
 
     Picklable (for TRL's reward functions and spawned workers): the ``openai.AsyncOpenAI``
-    client, the semaphore and the key exist only while a batch runs. ``stats`` accumulates over
-    the object's life.
+    client and the key exist only while a batch runs, and the bound on requests in flight is the
+    process's, shared with every other client of the same endpoint
+    (:func:`~vlrl.endpoints.bound.endpoint_bound`). ``stats`` accumulates over the object's
+    life.
 
     Args:
         cfg: the endpoint's settings (:class:`vlrl.config.EndpointConfig` or a subclass).
@@ -140,7 +147,8 @@ class EndpointClient:
         progress: Callable[[], None] | None = None,
     ) -> list[Answer[T] | Failure]:
         """One result per body of ``POST /chat/completions``, in order; at most
-        ``cfg.concurrency`` requests in flight.
+        ``cfg.concurrency`` requests in flight at the endpoint, counting those of every other
+        client of it in this process (other prompt versions, other callers, other event loops).
 
         Args:
             bodies: request bodies (``model``, ``messages``, decoding parameters), each passed
@@ -161,7 +169,7 @@ class EndpointClient:
             return self._from_cache_only(bodies, parse, progress)
         secret = self.api_key()
         secrets = (secret, urlsplit(self.cfg.base_url).password)
-        semaphore = asyncio.Semaphore(self.cfg.concurrency)
+        bound = endpoint_bound(self.cfg)
         quiet_http_clients()
         client = openai.AsyncOpenAI(
             base_url=self.cfg.base_url,
@@ -173,7 +181,7 @@ class EndpointClient:
         async def one(body: dict[str, Any]) -> Answer[T] | Failure:
             result = self._cached(body, parse)
             if result is None:
-                async with semaphore:
+                async with bound.slot(self.cfg.concurrency):
                     result = await self._ask(client, body, parse, secrets)
             if isinstance(result, Failure):
                 self.stats.failures += 1
@@ -253,8 +261,11 @@ class EndpointClient:
             if isinstance(outcome, str):
                 break
             if not outcome.retryable or attempts > self.cfg.max_retries:
-                message = f"{outcome.kind}: {outcome.what} after {attempts} attempt(s): "
-                message += outcome.detail[:300] + self._key_hint(outcome.status)
+                # Scrubbed whole, then cut: a cut first could leave a piece of the key.
+                detail = scrub(outcome.detail, secrets)
+                detail = clip(repr(detail) if outcome.quote else detail)
+                message = f"{outcome.kind}: {outcome.what} after {attempts} attempt(s): {detail}"
+                message += self._key_hint(outcome.status)
                 return Failure(outcome.kind, scrub(message, secrets), attempts, outcome.status)
             delay = min(self.cfg.backoff_s * 2 ** (attempts - 1), MAX_BACKOFF_S)
             log.debug("%s: %s; retry %d in %.2fs", self.label, outcome.what, attempts, delay)
@@ -299,11 +310,11 @@ class EndpointClient:
             data = json.loads(text)
         except ValueError:
             what = f"HTTP {raw.status_code} body is not JSON"
-            return _Problem("not_json", what, repr(text[:200]), retryable=True)
+            return _Problem("not_json", what, text, retryable=True, quote=True)
         content = reply_content(data)
         if content is None:
             what = f"HTTP {raw.status_code} JSON has no choices[0].message.content"
-            return _Problem("no_content", what, repr(text[:200]), retryable=True)
+            return _Problem("no_content", what, text, retryable=True, quote=True)
         return content
 
     def _key_hint(self, status: int | None) -> str:

@@ -124,13 +124,58 @@ def endpoint_name(cfg: EndpointConfig) -> str:
     return redact_url(cfg.base_url) if cfg.base_url is not None else "(no base_url)"
 
 
+MIN_SECRET = 4
+"""Shorter secrets are not scrubbed (they would match too much)."""
+FRAGMENT = 8
+"""Every run of this many consecutive characters of a secret is scrubbed too: a server may echo
+the key cut short, split, or starting past where an error text is cut, and what is left of it
+must not reach a file or a log. Runs shorter than this may survive (a key's well-known prefix,
+``sk-proj``, is 7 characters)."""
+MAX_DETAIL = 300
+"""Characters of an error's detail (a server's message, a body) kept in a :class:`Failure`."""
+
+
 def scrub(text: str, secrets: Sequence[str | None]) -> str:
-    """``text`` with every secret (of at least 4 characters) replaced by ``***``.
+    """``text`` with every secret (of at least :data:`MIN_SECRET` characters) and every run of
+    at least :data:`FRAGMENT` consecutive characters of one replaced by ``***`` (pieces that
+    touch or overlap become one ``***``). Scrub a text before cutting it short: a cut can leave
+    a piece of a secret that is too short to be recognised.
 
     >>> scrub("Bearer sk-1234 was refused", ["sk-1234", None])
     'Bearer *** was refused'
+    >>> key = "sk-test-0123456789abcdef"
+    >>> scrub(f"cut {key[:12]}, split {key[:15]} {key[15:]}, tail {key[-9:]}", [key])
+    'cut ***, split *** ***, tail ***'
+    >>> scrub(f"too short to tell: {key[:7]} {key[-7:]}", [key])
+    'too short to tell: sk-test 9abcdef'
     """
+    spans = []
     for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
+        if not secret or len(secret) < MIN_SECRET:
+            continue
+        width = min(len(secret), FRAGMENT)
+        for piece in {secret[i : i + width] for i in range(len(secret) - width + 1)}:
+            at = text.find(piece)
+            while at >= 0:
+                spans.append((at, at + width))
+                at = text.find(piece, at + 1)
+    merged: list[list[int]] = []
+    for start, stop in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], stop)
+        else:
+            merged.append([start, stop])
+    kept, end = [], 0
+    for start, stop in merged:
+        kept += [text[end:start], "***"]
+        end = stop
+    return "".join([*kept, text[end:]])
+
+
+def clip(text: str, limit: int = MAX_DETAIL) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut (scrub it first).
+
+    >>> clip("abcdef", 4), clip("abc", 4)
+    ('abc…', 'abc')
+    """
+    return text if len(text) <= limit else text[: limit - 1] + "…"

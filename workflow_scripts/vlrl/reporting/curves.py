@@ -1,79 +1,167 @@
-"""The GRPO training curves, as the grpo stage's dvclive logger wrote them.
+"""The GRPO training curves that say how the RL went, from what the grpo stage's dvclive logger
+wrote.
 
 dvclive writes one TSV per logged value under ``results/<exp>/grpo/dvclive/plots/metrics``
-(``reward.tsv``, ``kl.tsv``, ``rewards/common.accuracy/mean.tsv``, ``completions/mean_length.tsv``
-...), each with a ``step`` column and the value's column (the file's base name). The report
-draws every one of them, the rewards, KL and completion length first.
+(``reward.tsv``, ``rewards/common.accuracy/mean.tsv``, ``kl.tsv``, ``clip_ratio/low_min.tsv``
+...: ``dvc plots show`` draws every one) and the trainer's arguments in ``dvclive/params.yaml``.
+The report draws the curves of :data:`SHOWN` (the total reward, each reward function's mean, the
+KL to the reference model, the completion length, the token entropy), each one an exponential
+moving average over its raw points, drawn faint. A series that never changed (TRL logs the clip
+ratios as 0 when nothing was clipped) or that has a single point (the run's closing row) has no
+panel: it draws no curve.
 """
 
 from __future__ import annotations
 
-import io
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
+import yaml
 from matplotlib.figure import Figure
 
 from vlrl import paths
 from vlrl.errors import StageError
+from vlrl.reporting.plots import png, rc_defaults
 
-FIRST = ("reward", "rewards/", "kl", "completions/mean_length", "loss", "entropy")
-"""Curves shown first, in this order (a name or a prefix); the others follow by name."""
+SHOWN = (
+    (r"reward", "reward (weighted sum of the functions)"),
+    (r"rewards/(?P<f>[^/]+)/mean", "reward: {f}"),
+    (r"rewards/(?P<f>[^/]+)", "reward: {f}"),  # TRL before the /mean and /std split
+    (r"kl", "KL to the reference model"),
+    (r"completions/mean_length|completion_length", "completion length (tokens, mean)"),
+    (r"entropy", "token entropy (mean)"),
+)
+"""The curves drawn, in this order (a regular expression the whole logged name matches, and
+its panel's title); several names one expression matches follow by name. The names are TRL's
+log keys, as dvclive stores them."""
 COLUMNS = 3
+MIN_SPAN = 5
+"""The moving average spans a tenth of the series, and at least this many points."""
 
 
 def curves_dir(exp: str) -> Path:
     return paths.grpo_curves_dir(exp)
 
 
-def _rank(name: str) -> tuple[int, str]:
-    """Sort key: the position of the first entry of :data:`FIRST` that names or prefixes it.
+def _shown(name: str) -> tuple[int, str] | None:
+    """Where ``name`` is drawn (its :data:`SHOWN` entry, then its name), or None: not drawn.
 
-    >>> sorted(["loss", "kl", "rewards/a/mean", "reward", "grad_norm"], key=_rank)
-    ['reward', 'rewards/a/mean', 'kl', 'loss', 'grad_norm']
+    >>> sorted(["entropy", "kl", "rewards/b/mean", "reward", "rewards/a/mean"], key=_shown)
+    ['reward', 'rewards/a/mean', 'rewards/b/mean', 'kl', 'entropy']
+    >>> [_shown(n) for n in ("rewards/a/std", "loss", "clip_ratio/low_min")]
+    [None, None, None]
     """
-    for i, head in enumerate(FIRST):
-        if name == head or (head.endswith("/") and name.startswith(head)):
+    for i, (pattern, _) in enumerate(SHOWN):
+        if re.fullmatch(pattern, name):
             return i, name
-    return len(FIRST), name
+    return None
+
+
+def title(name: str) -> str:
+    """The panel title of a drawn curve.
+
+    >>> title("rewards/common.accuracy/mean"), title("completions/mean_length")
+    ('reward: common.accuracy', 'completion length (tokens, mean)')
+    """
+    for pattern, text in SHOWN:
+        if match := re.fullmatch(pattern, name):
+            return text.format(**match.groupdict())
+    raise KeyError(f"{name!r} is not a curve the report draws (vlrl.reporting.curves.SHOWN)")
+
+
+def step_axis(params_file: Path) -> tuple[str, int | None]:
+    """The x axis the curves are drawn against: ``("optimizer step", n)`` when the trainer's
+    arguments (dvclive's ``params.yaml``) say it logged a row every ``n`` optimizer steps and
+    nothing else (transformers' ``logging_strategy: steps``, an integer ``logging_steps``, no
+    ``logging_first_step``, no evaluation), so that dvclive's step ``i`` is optimizer step
+    ``(i + 1) * n``; else ``("logged row", None)``: dvclive's own step, one per log row."""
+    args = yaml.safe_load(params_file.read_text()) if params_file.is_file() else None
+    args = args if isinstance(args, dict) else {}
+    every = args.get("logging_steps")
+    if (
+        args.get("logging_strategy") == "steps"
+        and not args.get("logging_first_step")
+        and args.get("eval_strategy", "no") in ("no", False)  # YAML 1.1 reads `no` as false
+        and isinstance(every, int | float)
+        and every >= 1
+        and float(every).is_integer()
+    ):
+        return "optimizer step", int(every)
+    return "logged row", None
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """A dvclive TSV as a frame of (step, value); an unreadable one is an error naming it."""
+    column = path.stem
+    try:
+        frame = pd.read_csv(path, sep="\t")
+    except (ValueError, pd.errors.EmptyDataError) as exc:
+        raise StageError(f"report: {path} is not a dvclive TSV: {exc}") from None
+    if "step" not in frame.columns or column not in frame.columns:
+        raise StageError(
+            f"report: {path}: expected columns 'step' and {column!r}, got {list(frame)}"
+        )
+    return frame[["step", column]].rename(columns={column: "value"})
 
 
 def read_curves(folder: Path) -> dict[str, pd.DataFrame]:
-    """``{name: frame of (step, value)}`` for every TSV under ``folder`` (name: its path
-    without ``.tsv``), in display order; empty when the folder does not exist."""
+    """``{name: frame}`` of the curves the report draws (name: the TSV's path under ``folder``
+    without ``.tsv``; see :data:`SHOWN`), in display order, leaving out a series that never
+    changed or has a single point; empty when the folder does not exist.
+
+    Each frame has two columns: the x axis, named after what it is (:func:`step_axis`, from
+    dvclive's ``params.yaml`` two folders up), then ``value``."""
     if not folder.is_dir():
         return {}
+    axis, every = step_axis(folder.parent.parent / "params.yaml")
     curves = {}
     for path in folder.rglob("*.tsv"):
         name = path.relative_to(folder).with_suffix("").as_posix()
-        column = path.stem
-        try:
-            frame = pd.read_csv(path, sep="\t")
-        except (ValueError, pd.errors.EmptyDataError) as exc:
-            raise StageError(f"report: {path} is not a dvclive TSV: {exc}") from None
-        if "step" not in frame.columns or column not in frame.columns:
-            raise StageError(
-                f"report: {path}: expected columns 'step' and {column!r}, got {list(frame)}"
-            )
-        curves[name] = frame[["step", column]].rename(columns={column: "value"})
-    return {name: curves[name] for name in sorted(curves, key=_rank)}
+        if _shown(name) is None:
+            continue
+        frame = _read(path)
+        if frame["value"].nunique() < 2:  # constant, or a single point: no curve to see
+            continue
+        frame["step"] = (frame["step"] + 1) * every if every else frame["step"]
+        curves[name] = frame.rename(columns={"step": axis})
+    return {name: curves[name] for name in sorted(curves, key=_shown)}
 
 
+def smoothed(values: pd.Series) -> pd.Series:
+    """An exponential moving average spanning a tenth of the series (at least :data:`MIN_SPAN`
+    points), weighted over the points seen so far (pandas' ``adjust=True``): the first points
+    are not pulled towards a start value.
+
+    >>> smoothed(pd.Series([1.0, 1.0, 4.0])).round(3).tolist()
+    [1.0, 1.0, 2.421]
+    """
+    return values.ewm(span=span(len(values))).mean()
+
+
+def span(points: int) -> int:
+    return max(MIN_SPAN, points // 10)
+
+
+@rc_defaults
 def plot_curves(curves: dict[str, pd.DataFrame]) -> bytes:
-    """PNG bytes: one small panel per curve, value against step."""
+    """PNG bytes: one panel per curve (as :func:`read_curves` gives them), its moving average
+    over its raw points, against the frame's first column."""
     rows = math.ceil(len(curves) / COLUMNS)
-    fig = Figure(figsize=(3.6 * COLUMNS, 2.4 * rows), dpi=100)
+    fig = Figure(figsize=(3.8 * COLUMNS, 2.7 * rows), dpi=100)
     axes = fig.subplots(rows, COLUMNS, squeeze=False).ravel()
-    for ax, (name, frame) in zip(axes, curves.items(), strict=False):
-        ax.plot(frame["step"], frame["value"], marker="." if len(frame) < 30 else None)
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("step", fontsize=8)
+    for i, (ax, (name, frame)) in enumerate(zip(axes, curves.items(), strict=False)):
+        x, values = frame.iloc[:, 0], frame["value"]
+        ax.plot(x, values, ".", color="C0", alpha=0.3, markersize=4, label="logged")
+        ax.plot(x, smoothed(values), color="C0", linewidth=1.6, label=f"EMA, span {span(len(x))}")
+        ax.set_title(title(name), fontsize=10)
+        ax.set_xlabel(frame.columns[0], fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
+        if i == 0:
+            ax.legend(fontsize=7, frameon=False)
     for ax in axes[len(curves) :]:
         ax.set_visible(False)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return png(fig)

@@ -101,10 +101,14 @@ def results_rows(
                     row[f"{METRIC}{name}"] = metric.value
                     row[f"{METRIC}{name}.ci_low"] = metric.ci_low
                     row[f"{METRIC}{name}.ci_high"] = metric.ci_high
+                    if metric.left_out:
+                        row[f"{METRIC}{name}.left_out"] = metric.left_out
             row["headline"] = ev.config.headline
+            row["protocol"] = scores.protocol
             row["unscored"] = len(scores.items) - len(scored)
             row["generation_failures"] = scores.generation_failures
             row["judge"] = ev.judged(checkpoint)
+            row["judge_failures"] = scores.judge.failures if scores.judge else 0
             rows.append(row)
     return rows
 
@@ -125,7 +129,7 @@ def metric_names(rows: list[dict[str, Any]]) -> list[str]:
     ['fAcc', 'qAcc']
     """
     names = (k.removeprefix(METRIC) for r in rows for k in r if k.startswith(METRIC))
-    return [n for n in dict.fromkeys(names) if not n.endswith((".ci_low", ".ci_high"))]
+    return [n for n in dict.fromkeys(names) if not n.endswith((".ci_low", ".ci_high", ".left_out"))]
 
 
 def metric_of(row: dict[str, Any], name: str) -> tuple[Any, Any, Any]:

@@ -1,10 +1,14 @@
-"""The accuracy plot: grouped bars per task and overall, checkpoints side by side."""
+"""The accuracy plot: grouped bars per task and overall, checkpoints side by side; and how
+every report figure becomes PNG bytes that depend on its data alone."""
 
 from __future__ import annotations
 
+import functools
 import io
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec
 
+import matplotlib as mpl
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -12,11 +16,36 @@ from vlrl.reporting import formatting as fmt
 from vlrl.reporting.frames import tasks_of
 from vlrl.reporting.labels import COLORS
 
+P = ParamSpec("P")
+
+
+def rc_defaults(draw: Callable[P, bytes]) -> Callable[P, bytes]:
+    """Decorator: ``draw`` builds its figure under matplotlib's own defaults, whatever a
+    ``matplotlibrc``, a style or the caller set (restored afterwards), so that the same data
+    give the same PNG on every machine (the report's bytes are in dvc.lock)."""
+
+    @functools.wraps(draw)
+    def drawn(*args: P.args, **kwargs: P.kwargs) -> bytes:
+        with mpl.rc_context():
+            mpl.rcdefaults()
+            return draw(*args, **kwargs)
+
+    return drawn
+
+
+def png(fig: Figure) -> bytes:
+    """The figure as PNG bytes (Agg, the figure's dpi). The PNG's only metadata is matplotlib's
+    version: no time, no path, so the same figure always gives the same bytes."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=fig.dpi)
+    return buffer.getvalue()
+
 
 def _nan(value: float | None) -> float:
     return float("nan") if fmt.missing(value) else value
 
 
+@rc_defaults
 def accuracy_png(rows: list[dict[str, Any]], confidence: float) -> bytes:
     """PNG bytes: one panel per benchmark, groups = tasks + overall, error bars = the Wilson
     intervals, each checkpoint in its colour (:data:`vlrl.reporting.labels.COLORS`)."""
@@ -57,6 +86,4 @@ def accuracy_png(rows: list[dict[str, Any]], confidence: float) -> bytes:
         ax.legend(loc="upper center", fontsize=8, ncols=len(bench_rows), frameon=False)
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return png(fig)

@@ -169,8 +169,8 @@ def libraries(root: Path) -> list[dict[str, str]]:
 
 
 def judges(evaluations: list[Evaluation], sft_enabled: bool) -> list[dict[str, Any]]:
-    """Per benchmark × checkpoint: rules only, or the judge's model, endpoint, mode, prompt
-    versions and calls, as the scores file records them."""
+    """Per benchmark × checkpoint: the scoring protocol, and rules only or the judge's model,
+    endpoint, mode, prompt versions and calls, as the scores file records them."""
     rows = []
     for ev in evaluations:
         for checkpoint, scores in ev.scores.items():
@@ -179,6 +179,7 @@ def judges(evaluations: list[Evaluation], sft_enabled: bool) -> list[dict[str, A
                 {
                     "benchmark": ev.bench,
                     "model": label(checkpoint, sft_enabled),
+                    "protocol": scores.protocol,
                     "judge": judge.model if judge else None,
                     "base_url": judge.base_url if judge else None,
                     "mode": judge.mode if judge else None,

@@ -1,16 +1,21 @@
 """Published numbers, ``config/reference/<paper>.yaml``, and how they stand against ours.
 
 A reference file holds one paper's tables as it printed them: the paper, the evaluation
-protocol it states (toolkit, prompt, judge; "not stated" where it does not say), its
-*columns*, each mapped to a vlrl benchmark and metric (``benchmark: null`` when vlrl has no
-such benchmark: shown as "not evaluated here"), the scale the paper prints it on and how its
-split, metric or protocol differs from ours; and its *rows*, each a model with its source
-(table and row label) and one value per column. Unknown keys are errors naming the file and the
-dotted key; ``vlrl check`` validates every file (:func:`reference_problems`).
+protocol it states (toolkit, prompt, judge; "not stated" where it does not say) and the vlrl
+scoring protocol (:mod:`vlrl.scoring.protocols`) its numbers correspond to (``scoring``; absent:
+unknown), its *columns*, each mapped to a vlrl benchmark and metric (``benchmark: null`` when
+vlrl has no such benchmark: shown as "not evaluated here"), the scale the paper prints it on and
+how its split, metric or protocol differs from ours; and its *rows*, each a model with its
+source (table and row label), one value per column, and the columns whose number is not
+comparable with ours at all (``not_comparable``: another subset or split, with why). Unknown
+keys are errors naming the file and the dotted key; ``vlrl check`` validates every file
+(:func:`reference_problems`).
 
 An experiment links rows to its checkpoints in ``report.published``; the report then sets each
 published number beside the reproduced one: the difference, and whether it lies inside the
-reproduced number's interval.
+reproduced number's interval. A number scored under another (or an unknown) protocol than the
+reproduced one is marked as such, and a row's not-comparable number is shown but not compared
+(:mod:`vlrl.reporting.versus`).
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ class Protocol(Section):
     toolkit: str
     prompt: str
     judge: str
+    scoring: str | None = Field(
+        None,
+        description="The vlrl scoring protocol (vlrl.scoring.protocols) these numbers were "
+        "scored by; null: unknown, or none of vlrl's.",
+    )
 
 
 class Source(Section):
@@ -83,6 +93,11 @@ class Row(Section):
     values: dict[str, int | float | None] = Field(
         description="Column → the number as printed; null: '–' in print."
     )
+    not_comparable: dict[str, str] = Field(
+        default_factory=dict,
+        description="Column → why this row's number is not comparable with ours (another "
+        "subset or split): shown, never compared.",
+    )
     note: str | None = None
 
 
@@ -106,6 +121,14 @@ class Reference(Section):
                 if column not in self.columns:
                     known = sorted(self.columns)
                     problems.append((f"rows.{i}.values.{column}", f"not a column; known: {known}"))
+            for column in row.not_comparable:
+                if column not in self.columns:
+                    known = sorted(self.columns)
+                    why = f"not a column; known: {known}"
+                    problems.append((f"rows.{i}.not_comparable.{column}", why))
+                elif row.values.get(column) is None:
+                    why = "the row has no number there"
+                    problems.append((f"rows.{i}.not_comparable.{column}", why))
             if row.protocol is None and self.protocol is None:
                 problems.append((f"rows.{i}.protocol", "missing, and the file states none"))
         if problems:
@@ -122,6 +145,12 @@ class Reference(Section):
         protocol = row.protocol or self.protocol
         assert protocol is not None  # guaranteed by validation
         return protocol
+
+    def protocols(self) -> list[tuple[str, Protocol]]:
+        """``(dotted key, protocol)`` of the file's protocol and of every row's own."""
+        found = [("protocol", self.protocol)] if self.protocol else []
+        found += [(f"rows.{i}.protocol", r.protocol) for i, r in enumerate(self.rows) if r.protocol]
+        return found
 
 
 def reference_dir() -> Path:
@@ -149,10 +178,12 @@ def load_reference(name: str) -> Reference:
 
 
 def reference_problems(name: str) -> list[str]:
-    """Every problem of one reference file: its schema, and columns naming a benchmark that
-    does not exist, a metric the benchmark does not define, or a scale its metric cannot have
-    (a raw score printed as a percentage)."""
+    """Every problem of one reference file: its schema, a ``scoring`` that names no vlrl
+    scoring protocol, and columns naming a benchmark that does not exist, a metric the
+    benchmark does not define, or a scale its metric cannot have (a raw score printed as a
+    percentage)."""
     from vlrl.benchmarks import load_benchmark
+    from vlrl.scoring.protocols import PROTOCOLS
 
     try:
         ref = load_reference(name)
@@ -161,7 +192,12 @@ def reference_problems(name: str) -> list[str]:
     except ConfigError as exc:
         return [str(exc)]
     path = reference_file(name)
-    problems = []
+    problems = [
+        f"{path}: {key}.scoring: {protocol.scoring!r} is not a scoring protocol; "
+        f"known: {sorted(PROTOCOLS)}"
+        for key, protocol in ref.protocols()
+        if protocol.scoring is not None and protocol.scoring not in PROTOCOLS
+    ]
     for label, column in ref.columns.items():
         where = f"{path}: columns.{label}"
         if column.benchmark is None:
@@ -172,7 +208,13 @@ def reference_problems(name: str) -> list[str]:
                 f"config/benchmarks/{column.benchmark}.yaml"
             )
             continue
-        bench = load_benchmark(column.benchmark)
+        try:
+            bench = load_benchmark(column.benchmark)
+        except ConfigError:  # the benchmark file's own problems are reported for it
+            problems.append(
+                f"{where}.benchmark: config/benchmarks/{column.benchmark}.yaml is invalid"
+            )
+            continue
         kinds = {"accuracy": "proportion", **{m.name: m.kind for m in bench.metrics}}
         for metric in column.metrics:
             if metric not in kinds:

@@ -20,12 +20,33 @@ def scored_by(row: dict[str, Any]) -> str:
 
     >>> scored_by({"judge": None, "generation_failures": 0})
     'rules'
-    >>> scored_by({"judge": "j (prompt v1)", "generation_failures": 2})
-    'rules + judge j (prompt v1); 2 failed generations scored 0'
+    >>> scored_by({"judge": "j (prompt v1)", "generation_failures": 2, "judge_failures": 1,
+    ...            "protocol": "vision_sr1"})
+    'vision_sr1 rules + judge j (prompt v1); 1 judge failure; 2 failed generations scored 0'
     """
-    text = "rules" if not row.get("judge") else f"rules + judge {row['judge']}"
+    rules = f"{row['protocol']} rules" if row.get("protocol") else "rules"
+    text = rules if not row.get("judge") else f"{rules} + judge {row['judge']}"
+    judge_failures = row.get("judge_failures") or 0
+    if judge_failures:
+        text += f"; {judge_failures} judge failure{'s' if judge_failures > 1 else ''}"
     failures = row.get("generation_failures") or 0
     return text + (f"; {failures} failed generations scored 0" if failures else "")
+
+
+def _left_out(row: dict[str, Any] | None, metric: str) -> str:
+    """`` (k unscored)`` after a headline whose row has unscored items, with the groups a group
+    metric left out; empty when there are none.
+
+    >>> _left_out({"unscored": 2, "metric.CircularEval.left_out": 1}, "CircularEval")
+    ' (2 unscored, 1 group left out)'
+    >>> _left_out({"unscored": 0}, "accuracy")
+    ''
+    """
+    if not row or not row.get("unscored"):
+        return ""
+    groups = row.get(f"metric.{metric}.left_out") or 0
+    extra = f", {groups} group{'s' if groups > 1 else ''} left out" if groups else ""
+    return f" ({row['unscored']} unscored{extra})"
 
 
 def _metric_cell(row: dict[str, Any], name: str, scale: Scale) -> str:
@@ -43,6 +64,8 @@ def results_table(rows: list[dict[str, Any]], ev: Evaluation) -> pd.DataFrame:
         for name in metrics:
             head = f"{name} (headline)" if name == ev.config.headline else name
             cells[head] = _metric_cell(r, name, ev.scale(name))
+            if r.get(f"metric.{name}.left_out"):
+                cells[head] += f" ({fmt.count(r[f'metric.{name}.left_out'])} groups left out)"
         cells["n"] = fmt.count(r["n"])
         cells["unscored"] = fmt.count(r["unscored"])
         for task in tasks_of(rows):
@@ -94,8 +117,55 @@ def protocol(r: dict[str, Any]) -> str:
     return f"toolkit: {r['toolkit']}; prompt: {r['prompt']}; judge: {r['judge']}"
 
 
+OTHER_PROTOCOL = "≠ protocol"
+"""The mark of a difference between numbers scored under different (or unknown) protocols."""
+NOT_COMPARED = "not compared"
+"""What stands for a difference with a number the reference marks not comparable."""
+
+
+def scoring(r: dict[str, Any]) -> str:
+    """The vlrl scoring protocols of a published number and of ours: ``= name`` when they are
+    the same, else both named (an unknown published one as ``unknown``).
+
+    >>> scoring({"published_protocol": "vision_sr1", "reproduced_protocol": "vision_sr1"})
+    '= vision_sr1'
+    >>> scoring({"published_protocol": None, "reproduced_protocol": "vlrl"})
+    '≠: published unknown, ours vlrl'
+    """
+    published = r["published_protocol"] or "unknown"
+    ours = r["reproduced_protocol"] or "unknown"
+    if r["published_protocol"] and published == ours:
+        return f"= {ours}"
+    return f"≠: published {published}, ours {ours}"
+
+
+def compared(cell: str, r: dict[str, Any]) -> str:
+    """A difference (or interval test) as far as it compares: ``not compared`` for a number
+    the reference marks not comparable, bracketed and marked when the protocols differ.
+
+    >>> r = {"not_comparable": None, "same_protocol": False}
+    >>> compared("+1.2", r), compared("+1.2", {**r, "same_protocol": True})
+    ('(+1.2) ≠ protocol', '+1.2')
+    >>> compared("+1.2", {**r, "not_comparable": "all ten subsets"})
+    'not compared'
+    """
+    if r["not_comparable"]:
+        return NOT_COMPARED
+    if cell == DASH or r["same_protocol"]:
+        return cell
+    return f"({cell}) {OTHER_PROTOCOL}"
+
+
+def _differs(r: dict[str, Any]) -> str:
+    parts = [f"not comparable: {r['not_comparable']}" if r["not_comparable"] else None]
+    return "; ".join(p for p in [*parts, r["differs"]] if p) or DASH
+
+
 def versus_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
-    """Reproduced vs published, for the published numbers of benchmarks evaluated here."""
+    """Reproduced vs published, for the published numbers of benchmarks evaluated here. A
+    difference is marked ``≠ protocol`` when the published number's scoring protocol is
+    unknown or not ours (the "scoring protocol" column names both), and is ``not compared``
+    for a number the reference marks not comparable (why: "differs from ours")."""
     table = []
     for r in rows:
         if not r["evaluated"]:
@@ -110,12 +180,13 @@ def versus_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
                     r["reproduced"], r["ci_low"], r["ci_high"], scale
                 ),
                 "published": fmt.published(r["published_as_printed"]),
-                "Δ (ours − published)": fmt.signed(r["delta"], scale),
-                "published inside our CI": fmt.yes_no(r["inside_interval"]),
+                "Δ (ours − published)": compared(fmt.signed(r["delta"], scale), r),
+                "published inside our CI": compared(fmt.yes_no(r["inside_interval"]), r),
+                "scoring protocol": scoring(r),
                 "published model": r["published_model"],
                 "source": source(r),
                 "protocol": protocol(r),
-                "differs from ours": r["differs"] or DASH,
+                "differs from ours": _differs(r),
             }
         )
     return pd.DataFrame(table)
@@ -153,7 +224,9 @@ def summary_table(
     columns: list[tuple[str, str]],
 ) -> pd.DataFrame:
     """The paper's layout: one row per model (our checkpoints, then the linked published
-    rows), one column per benchmark metric (each benchmark's headline first)."""
+    rows), one column per benchmark metric (each benchmark's headline first), then the judge
+    and the scoring protocol (ours per benchmark; the paper's, or unknown). A published number
+    the reference marks not comparable is shown as ``(not comparable)``."""
     heads = {c: f"{c[0]} {c[1]}" for c in columns}
     table = []
     for checkpoint in dict.fromkeys(r["checkpoint"] for r in results):
@@ -164,9 +237,12 @@ def summary_table(
             parts = metric.split("+")
             values = [metric_of(row, m)[0] for m in parts] if row else [None]
             total = None if any(fmt.missing(v) for v in values) else sum(values)
-            cells[heads[(bench, metric)]] = fmt.value(total, _scale(evaluations, bench, metric))
+            cells[heads[(bench, metric)]] = fmt.value(
+                total, _scale(evaluations, bench, metric)
+            ) + _left_out(row, metric)
         judges = [f"{r['judge']} on {b}" for b, r in mine.items() if r.get("judge")]
         cells["judge"] = "; ".join(judges) or "none (rules)"
+        cells["scoring protocol"] = _protocols_of(evaluations, checkpoint)
         table.append(cells)
     published: dict[tuple[str, str], dict[str, Any]] = {}
     for r in versus:
@@ -175,9 +251,27 @@ def summary_table(
             key, {"model": f"{r['published_model']} ({r['reference']}, {r['table']})"}
         )
         entry.setdefault("judge", r["judge"])
+        entry.setdefault("scoring", r["published_protocol"] or "unknown")
         if r["evaluated"] and (r["benchmark"], r["metric"]) in heads:
-            entry[heads[(r["benchmark"], r["metric"])]] = fmt.published(r["published_as_printed"])
+            cell = fmt.published(r["published_as_printed"])
+            mark = " (not comparable)" if r["not_comparable"] else ""
+            entry[heads[(r["benchmark"], r["metric"])]] = cell + mark
     for entry in published.values():
         cells = {h: entry.get(h, DASH) for h in heads.values()}
-        table.append({"model": entry["model"], **cells, "judge": f"as published: {entry['judge']}"})
+        judge = f"as published: {entry['judge']}"
+        table.append(
+            {"model": entry["model"], **cells, "judge": judge, "scoring protocol": entry["scoring"]}
+        )
     return pd.DataFrame(table)
+
+
+def _protocols_of(evaluations: list[Evaluation], checkpoint: str) -> str:
+    """The scoring protocols of a checkpoint's scores: one name when all agree, else each with
+    its benchmarks (``vlrl on a, b; vision_sr1 on c``)."""
+    by: dict[str, list[str]] = {}
+    for ev in evaluations:
+        if checkpoint in ev.scores:
+            by.setdefault(ev.scores[checkpoint].protocol, []).append(ev.bench)
+    if len(by) <= 1:
+        return next(iter(by), DASH)
+    return "; ".join(f"{name} on {', '.join(benches)}" for name, benches in by.items())

@@ -8,6 +8,12 @@ published value lies inside the reproduced interval, with where the number comes
 paper, table, row, and the protocol it was measured with. A published column whose benchmark
 vlrl does not evaluate (no benchmark, or not one of this experiment's) is kept, marked as not
 evaluated here.
+
+Two marks keep a difference from passing for a plain comparison: ``same_protocol`` is False when
+the published number's vlrl scoring protocol (the reference's ``scoring``) is unknown or is not
+the one the reproduced scores file was scored by (its ``protocol``); and a number the reference
+marks ``not_comparable`` (another subset or split) is shown beside ours with its reason, but
+gets no difference and no interval test.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ COLUMNS = [
     "benchmark", "metric", "checkpoint", "model", "evaluated", "reproduced", "ci_low", "ci_high",
     "published", "published_as_printed", "scale", "delta", "inside_interval", "reference",
     "paper", "arxiv", "column", "row_id", "table", "row", "published_model", "toolkit", "prompt",
-    "judge", "differs",
+    "judge", "differs", "published_protocol", "reproduced_protocol", "same_protocol",
+    "not_comparable",
 ]  # fmt: skip
 """The fields of :func:`versus_rows`' rows, in order (published.csv's columns, also when the
 experiment links no published number)."""
@@ -65,6 +72,11 @@ def versus_rows(
     """One row per linked published number (see the module docstring), by benchmark in the
     experiment's order (then as linked), those not evaluated here last."""
     ours = {(r["benchmark"], r["checkpoint"]): r for r in results}
+    scored_by = {
+        (ev.bench, checkpoint): scores.protocol
+        for ev in evaluations
+        for checkpoint, scores in ev.scores.items()
+    }
     benches = {ev.bench for ev in evaluations}
     checkpoints = list(dict.fromkeys(r["checkpoint"] for r in results))
     rows = []
@@ -79,7 +91,11 @@ def versus_rows(
             row = ours.get((column.benchmark, checkpoint)) if evaluated else None
             value, low, high = _reproduced(row, column)
             stored = _stored(published, column)
+            # Another subset or split: ours is shown, but no difference is meaningful.
+            reason = published_row.not_comparable.get(column_label)
+            compared = reason is None and value is not None
             inside = None if low is None or high is None else bool(low <= stored <= high)
+            reproduced_protocol = scored_by.get((column.benchmark, checkpoint))
             rows.append(
                 {
                     "benchmark": column.benchmark,
@@ -93,8 +109,8 @@ def versus_rows(
                     "published": stored,
                     "published_as_printed": published,
                     "scale": column.scale,
-                    "delta": None if value is None else value - stored,
-                    "inside_interval": inside,
+                    "delta": value - stored if compared else None,
+                    "inside_interval": inside if reason is None else None,
                     "reference": name,
                     "paper": ref.paper.title,
                     "arxiv": ref.paper.arxiv,
@@ -107,6 +123,14 @@ def versus_rows(
                     "prompt": protocol.prompt,
                     "judge": protocol.judge,
                     "differs": column.differs,
+                    "published_protocol": protocol.scoring,
+                    "reproduced_protocol": reproduced_protocol,
+                    "same_protocol": (
+                        None
+                        if reproduced_protocol is None
+                        else protocol.scoring == reproduced_protocol
+                    ),
+                    "not_comparable": reason,
                 }
             )
     position = {ev.bench: i for i, ev in enumerate(evaluations)}

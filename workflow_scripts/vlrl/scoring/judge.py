@@ -8,13 +8,15 @@ after the retries, is a *failure*: it is never scored as right or wrong here. Th
 decides what a failure means (``score.judge.on_failure``: leave the item unscored, fail the
 stage, or score 0 and count it).
 
-Calls go through :class:`vlrl.endpoints.EndpointClient` (bounded concurrency, retries with
-backoff, the API key from ``$api_key_env``, scrubbing; see there what is retried), one client
-per prompt version. Replies are kept in one :class:`~vlrl.endpoints.EndpointCache` under
-``results/<exp>/judge_cache/``, keyed by endpoint, judge model, prompt version and the request
-(prompt and decoding parameters), each written as soon as it arrives: a run that is killed
-midway loses no reply, and its rerun asks only about the rest. Only parsed replies are cached,
-so a rerun asks again about failures.
+Calls go through :class:`vlrl.endpoints.EndpointClient` (retries with backoff, the API key from
+``$api_key_env``, scrubbing; see there what is retried), one client per prompt version. They all
+take their turn from one bound on the judge endpoint (:func:`vlrl.endpoints.endpoint_bound`):
+items of several answer types are asked concurrently, yet at most ``concurrency`` requests are in
+flight at the endpoint, not ``concurrency`` per prompt. Replies are kept in one
+:class:`~vlrl.endpoints.EndpointCache` under ``results/<exp>/judge_cache/``, keyed by endpoint,
+judge model, prompt version and the request (prompt and decoding parameters), each written as
+soon as it arrives: a run that is killed midway loses no reply, and its rerun asks only about
+the rest. Only parsed replies are cached, so a rerun asks again about failures.
 """
 
 from __future__ import annotations
@@ -182,7 +184,8 @@ class Judge:
         self, requests: Sequence[JudgeRequest], progress: Callable[[], None] | None = None
     ) -> list[JudgeOutcome]:
         """Judge ``requests`` inside a running event loop; outcomes are in the same order. The
-        requests of each prompt go to its client concurrently."""
+        requests of each prompt go to its client concurrently, all within the endpoint's one
+        bound of ``cfg.concurrency`` requests in flight."""
         by_version: dict[str, list[int]] = {}
         for i, request in enumerate(requests):
             by_version.setdefault(request.prompt.version, []).append(i)

@@ -68,18 +68,34 @@ def group_key(item: dict[str, Any], key: str) -> str:
 
 
 def all_correct(items: Sequence[dict[str, Any]], key: str) -> tuple[int, int]:
-    """``(groups all correct, groups)`` over the items' ``groups[key]``.
+    """``(groups all correct, groups)`` over the items' ``groups[key]``, counting only complete
+    groups: a group with an unscored member (``correct`` None) is left out, since its verdict
+    is unknown (:func:`incomplete_groups` counts them).
 
     >>> items = [{"correct": 1, "groups": {"q": "a"}}, {"correct": 0, "groups": {"q": "a"}},
-    ...          {"correct": 1, "groups": {"q": "b"}}]
+    ...          {"correct": 1, "groups": {"q": "b"}}, {"correct": None, "groups": {"q": "c"}}]
     >>> all_correct(items, "q")
     (1, 2)
     """
-    verdicts: dict[str, bool] = {}
+    verdicts: dict[str, bool | None] = {}
     for item in items:
         group = group_key(item, key)
-        verdicts[group] = verdicts.get(group, True) and bool(item["correct"])
-    return sum(verdicts.values()), len(verdicts)
+        previous = verdicts.get(group, True)
+        verdicts[group] = (
+            None if previous is None or item["correct"] is None else previous and item["correct"]
+        )
+    complete = [v for v in verdicts.values() if v is not None]
+    return sum(map(bool, complete)), len(complete)
+
+
+def incomplete_groups(items: Sequence[dict[str, Any]], key: str) -> int:
+    """How many groups of ``groups[key]`` have an unscored member (left out of group metrics).
+
+    >>> incomplete_groups([{"correct": None, "groups": {"q": "a"}},
+    ...                    {"correct": 1, "groups": {"q": "a"}}], "q")
+    1
+    """
+    return len({group_key(item, key) for item in items if item["correct"] is None})
 
 
 #: A We-Math step key: sub-question ``i`` of an ``n``-step problem, or its multi-step question.
@@ -198,8 +214,12 @@ def wemath_four_dimensional(
     """
     if measure not in WEMATH_MEASURES:
         raise StageError(f"no We-Math measure {measure!r}; known: {list(WEMATH_MEASURES)}")
-    counts = wemath_counts(items, problem_key, step_key)
+    unknown = {group_key(item, problem_key) for item in items if item["correct"] is None}
+    complete = [item for item in items if group_key(item, problem_key) not in unknown]
+    counts = wemath_counts(complete, problem_key, step_key)
     n = counts["problems"]
+    if not n:
+        raise StageError("no We-Math problem has a verdict on every question")
     if measure.startswith("score_"):
         rm = counts["RM_" + measure.removeprefix("score_")]
         return _value((n - 0.5 * counts["IG"] - rm - counts["IK"]) / n)
@@ -229,7 +249,8 @@ def mean_score(items: Sequence[dict[str, Any]], confidence: float = 0.95) -> dic
 
 
 def _accuracy(items: Sequence[dict[str, Any]]) -> tuple[int, int]:
-    return sum(int(item["correct"]) for item in items), len(items)
+    scored = [item for item in items if item["correct"] is not None]
+    return sum(int(item["correct"]) for item in scored), len(scored)
 
 
 def _subsets(items: Sequence[dict[str, Any]], key: str | None) -> dict[str, list[dict]]:
@@ -245,7 +266,8 @@ def _per_task(items: Sequence[dict[str, Any]], spec: Spec | None) -> dict[str, f
     values = {}
     for task, subset in _subsets(items, None).items():
         k, n = _accuracy(subset) if spec is None else all_correct(subset, spec.group or "")
-        values[task] = k / n
+        if n:
+            values[task] = k / n
     return values
 
 
@@ -254,6 +276,10 @@ def compute(
 ) -> dict[str, dict[str, Any]]:
     """``{name: {"value", "n", "ci_low", "ci_high"}}``: ``accuracy`` then each declared metric
     (``n`` counts the items or groups of a proportion; None otherwise).
+
+    ``items`` include the unscored ones (``correct`` None): every metric is computed over the
+    scored items, a group metric over its complete groups only, and such a metric's
+    ``left_out`` says how many groups (We-Math: problems) it left out for an unscored member.
 
     >>> items = [{"id": "1", "correct": 1, "task": "t", "groups": {"fig": "f1"}},
     ...          {"id": "2", "correct": 0, "task": "t", "groups": {"fig": "f1"}},
@@ -267,15 +293,22 @@ def compute(
     >>> {k: round(v["value"], 3) for k, v in out.items()}
     {'accuracy': 0.667, 'fAcc': 0.5, 'overall': 0.583, 'score': 150.0}
     """
-    if not items:
-        raise StageError("no items to compute metrics on")
+    if not any(item["correct"] is not None for item in items):
+        raise StageError("no scored items to compute metrics on")
+    scored = [item for item in items if item["correct"] is not None]
     results: dict[str, dict[str, Any]] = {"accuracy": _proportion(*_accuracy(items), confidence)}
     specs_by_name: dict[str, Spec | None] = {"accuracy": None}
     for spec in specs:
         if spec.kind == "all_correct":
-            results[spec.name] = _proportion(*all_correct(items, spec.group or ""), confidence)
+            k, n = all_correct(items, spec.group or "")
+            if not n:
+                raise StageError(f"metric {spec.name}: no group has every member scored")
+            results[spec.name] = {
+                **_proportion(k, n, confidence),
+                "left_out": incomplete_groups(items, spec.group or ""),
+            }
         elif spec.kind == "macro_mean":
-            subsets = _subsets(items, spec.by).values()
+            subsets = _subsets(scored, spec.by).values()
             means = [_accuracy(s)[0] / len(s) for s in subsets]
             results[spec.name] = _value(sum(means) / len(means))
         elif spec.kind == "mean_of":
@@ -298,11 +331,14 @@ def compute(
                 )
             results[spec.name] = _value(spec.scale * total)
         elif spec.kind == "mean_score":
-            results[spec.name] = mean_score(items, confidence)
+            results[spec.name] = mean_score(scored, confidence)
         elif spec.kind == "wemath_four_dimensional":
-            results[spec.name] = wemath_four_dimensional(
-                items, spec.group or "", spec.step or "", spec.measure or "", confidence
-            )
+            results[spec.name] = {
+                **wemath_four_dimensional(
+                    items, spec.group or "", spec.step or "", spec.measure or "", confidence
+                ),
+                "left_out": incomplete_groups(items, spec.group or ""),
+            }
         else:
             raise StageError(f"metric {spec.name}: unknown kind {spec.kind!r}")
         specs_by_name[spec.name] = spec

@@ -8,8 +8,11 @@ The reasoning is stripped before any matcher (a number in ``<think>`` would matc
 
 The comparison per ``problem_type`` (``correct`` is 0/1, ``score`` is continuous in [0, 1]):
 
-- multiple_choice: the option letter (``B``, ``(B)``, ``B. red``) or the option's text (``red``
-  when ``options[1] == "red"``) names the reference option; score = correct.
+- multiple_choice: the option the answer names (:func:`option_letter`: a lone option letter as
+  it is, else the option whose text it is, else its leading letter: ``B``, ``red`` when
+  ``options[1] == "red"``, ``(B) red``) is among the reference's (:func:`gold_option_letters`);
+  score = correct. VLMEvalKit's and MMMU's readings are in :mod:`vlrl.scoring.choice` and
+  :mod:`vlrl.scoring.mmmu`.
 - yes_no: VLMEvalKit's ``YOrN_Extraction`` on the answer span (:func:`yes_or_no`: "yes" or
   "no" as a word, not both) equals the normalised reference; score = correct.
 - numerical: the single number in the answer equals the reference; if not, Math-Verify
@@ -72,13 +75,62 @@ def _as_answer(span: str) -> str:
     return f"<answer>{span}</answer>"
 
 
-def _option_letter(text: str, options: list[str]) -> str | None:
-    """The letter of the option whose text is ``text`` (normalised), else its leading letter."""
+def _lone_letter(text: str, options: list[str]) -> str | None:
+    """``text`` when it is one of the options' letters and nothing else (spaces aside)."""
+    letter = text.strip()
+    return letter if len(letter) == 1 and letter in LETTERS[: len(options)] else None
+
+
+def _text_letters(text: str, options: list[str]) -> list[str]:
+    """The letters of every option whose text is ``text`` (normalised)."""
     norm = normalize_text(text)
-    for i, option in enumerate(options[: len(LETTERS)]):
-        if norm and norm == normalize_text(option):
-            return LETTERS[i]
-    return parse_letter(text)
+    found = zip(LETTERS, options, strict=False)
+    return [letter for letter, option in found if norm and norm == normalize_text(option)]
+
+
+def option_letter(text: str, options: list[str]) -> str | None:
+    """The option a response's answer names by vlrl's strict rule: a lone option letter as it
+    is; else the (first) option whose text it is, normalised; else its leading letter.
+
+    A lone letter is read as a letter before any option text equal to it: with options
+    ``["B", "A"]``, ``"A"`` names option A, as the prompts ask for letters.
+
+    >>> [option_letter(t, ["red", "blue"]) for t in ["B", " (B) blue", "Blue.", "blue sky"]]
+    ['B', 'B', 'B', None]
+    >>> option_letter("A", ["B", "A"])
+    'A'
+    """
+    letter = _lone_letter(text, options)
+    if letter is not None:
+        return letter
+    by_text = _text_letters(text, options)
+    return by_text[0] if by_text else parse_letter(text)
+
+
+def gold_option_letters(answer: str, options: list[str]) -> frozenset[str]:
+    """The option letters a reference answer accepts: a lone option letter as it is (never
+    remapped through an option whose text is a letter); else every option whose text it is
+    (a choice text may repeat); else its leading letter if that names an option; else none.
+
+    >>> gold_option_letters("A", ["B", "A"]) == {"A"}
+    True
+    >>> sorted(gold_option_letters("18", ["9", "18", "18"]))
+    ['B', 'C']
+    >>> gold_option_letters("E", ["x"])
+    frozenset()
+    """
+    letter = _lone_letter(answer, options)
+    if letter is not None:
+        return frozenset({letter})
+    by_text = _text_letters(answer, options)
+    if by_text:
+        return frozenset(by_text)
+    letter = parse_letter(answer)
+    return (
+        frozenset({letter})
+        if letter is not None and letter in LETTERS[: len(options)]
+        else frozenset()
+    )
 
 
 def _unambiguous(span: str) -> bool:
@@ -121,7 +173,6 @@ def score_item(
     iou_strict: bool = False,
     relaxed_tolerance: float | None = None,
     box_frames: tuple[list[float], list[float]] | None = None,
-    choice_rule: str = "strict",
 ) -> tuple[str | None, float, int]:
     """Score one response against its reference.
 
@@ -131,8 +182,7 @@ def score_item(
 
     ``box_frames`` (grounding), ``([input width, height], [image width, height])``: the
     predicted box is in the model-input frame and is rescaled to the image's before IoU
-    (:func:`rescale_box`). ``choice_rule`` ``vlmevalkit``: the multiple-choice answer is read by
-    VLMEvalKit's ``can_infer`` (:func:`vlmevalkit_choice`) instead of the strict rule.
+    (:func:`rescale_box`).
 
     Raises:
         ValueError: for a problem type without a rule (``detection``).
@@ -150,18 +200,13 @@ def score_item(
     options = options or []
     span = answer_span(response)
     if not span:
-        if problem_type not in _TYPES:
+        if problem_type not in TYPES:
             raise ValueError(f"no scoring rule for problem_type {problem_type!r}")
         return None, 0.0, 0
     wrapped = _as_answer(span)
 
     if problem_type == "multiple_choice":
-        gold = _option_letter(answer, options)
-        if choice_rule == "vlmevalkit":
-            pred = vlmevalkit_choice(span, options)
-        else:
-            pred = _option_letter(span, options)
-        correct = int(gold is not None and pred == gold)
+        correct = int(option_letter(span, options) in gold_option_letters(answer, options))
         return span, float(correct), correct
     if relaxed_tolerance is not None and problem_type in {"numerical", "free_form", "ocr"}:
         correct = int(relaxed_correctness(span, answer, relaxed_tolerance))
@@ -191,54 +236,6 @@ def score_item(
     raise ValueError(f"no scoring rule for problem_type {problem_type!r}")
 
 
-_REFUSALS = (
-    "Sorry, I can't help with images of people yet.",
-    "I can't process this file.",
-    "I'm sorry, but without the image provided",
-    "Cannot determine the answer",
-)
-_VERBOSE_ANSWER = re.compile(r"(?i)(?:correct\s+)?answer\s+is\s+\**([ABCD])\**")
-
-
-def vlmevalkit_choice(answer: str, options: list[str]) -> str | None:
-    """The option letter VLMEvalKit's rule reads in ``answer``, else None (no option, a refusal,
-    or more than one): ``vlmeval/utils/matching_util.py::can_infer`` at e8e78f05, without its
-    ``VERBOSE`` quantifier check (off by default there).
-
-    1. ``can_infer_option``: with ``.()[],:;!*#{}`` turned into spaces, exactly one option letter
-       is a word and it is among the last five words; else "(correct) answer is X" (A-D);
-    2. ``can_infer_text``: the answer is at most twice as long as all option texts together and
-       exactly one option's text (lower-cased) is inside it.
-
-    >>> opts = ["red", "blue", "green"]
-    >>> [vlmevalkit_choice(a, opts) for a in ["B", "So the answer is (C).", "It is blue."]]
-    ['B', 'C', 'B']
-    >>> [vlmevalkit_choice(a, opts) for a in ["A or B", "no idea", "Z", "red or blue"]]
-    [None, None, None, None]
-    """
-    letters = LETTERS[: len(options)]
-    if "Failed to obtain answer via API" in answer or any(r in answer for r in _REFUSALS):
-        return None
-    words = answer
-    for char in ".()[],:;!*#{}":
-        words = words.replace(char, " ")
-    splits = [w.strip() for w in words.split()]
-    found = [letter for letter in letters if letter in splits]
-    if len(found) == 1 and splits.index(found[0]) > len(splits) - 5:
-        return found[0]
-    if not found and "Z" in splits:  # VLMEvalKit's "none of the options"
-        return None
-    match = _VERBOSE_ANSWER.search(answer)
-    if match and match.group(1).upper() in letters:
-        return match.group(1).upper()
-    lowered = answer.lower()
-    if len(lowered) > 2 * sum(len(o) for o in options):
-        return None
-    pairs = zip(letters, options, strict=True)
-    hits = [letter for letter, text in pairs if text.lower() in lowered]
-    return hits[0] if len(hits) == 1 else None
-
-
 _PUNCT = [";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@",
           "`", ",", "?", "!"]  # fmt: skip
 _COMMA_STRIP = re.compile(r"(\d)(,)(\d)")
@@ -253,7 +250,8 @@ def _process_punctuation(text: str) -> str:
             out = out.replace(p, "")
         else:
             out = out.replace(p, " ")
-    return _PERIOD_STRIP.sub("", out)
+    # The reference passes re.UNICODE (32) as sub's count: at most 32 full stops are removed.
+    return _PERIOD_STRIP.sub("", out, count=re.UNICODE)
 
 
 def yes_or_no(text: str) -> str | None:
@@ -323,4 +321,4 @@ def relaxed_correctness(prediction: str, target: str, max_relative_change: float
     return prediction.lower() == target.lower()
 
 
-_TYPES = frozenset({"multiple_choice", "yes_no", "numerical", "grounding", "free_form", "ocr"})
+TYPES = frozenset({"multiple_choice", "yes_no", "numerical", "grounding", "free_form", "ocr"})

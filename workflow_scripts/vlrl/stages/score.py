@@ -7,17 +7,24 @@ atomically: n, accuracy and its interval, per-task
 accuracy, the benchmark's metrics, judge metadata, counts of generation failures and unscored
 items, and one :class:`~vlrl.predictions.ScoredItem` per prediction.
 
-Every item is scored by the rules (:mod:`vlrl.scoring.rules`, with the benchmark's protocol:
-IoU threshold and strictness, box frame, ChartQA's relaxed accuracy, its choice-extraction
-rule). With ``score.judge`` set, an LLM judge (:mod:`vlrl.scoring.judge`) then decides the items
-the rules marked wrong (``mode: fallback``, the Vision-SR1 protocol) or all items (``mode:
-always``; a benchmark may impose its mode and its own prompt, e.g. MM-Vet's grader), except
-grounding and detection items, which only IoU decides. A judged item has ``method: "judge"``
-and its score and verdict from the judge. A judge failure (a call that failed after its
-retries, or a reply that does not parse) is never a verdict: by default
-(``score.judge.on_failure: unscored``) the item is *unscored* (``correct`` and ``score`` null,
-``judge_error`` says why), left out of every accuracy and metric and counted in ``unscored``;
-``error`` fails the stage naming the items; ``score_zero`` scores them 0 and counts them.
+Every item is scored by the benchmark's *scoring protocol* (:mod:`vlrl.scoring.protocols`: the
+rules of the scorer its paper used, e.g. VLMEvalKit as of May 2025, VLM-R1's REC script, the
+MathVista authors' ``calculate_score``; ``score.protocol.<bench>`` picks another one the
+benchmark supports), with the benchmark's constants (IoU threshold, box frame, ChartQA's
+tolerance). An LLM judge (:mod:`vlrl.scoring.judge`, the endpoint in ``score.judge``) is used
+only where the protocol's reference uses one (``optional``: in ``score.judge.mode``;
+``always``: MM-Vet's grader) or where ``score.judge.benchmarks`` asks for it: a benchmark whose
+reference scoring is rules only is never judged otherwise. The judge decides the items the
+rules marked wrong (``fallback``, the Vision-SR1 protocol) or all items (``always``; the
+benchmark may name its prompt, e.g. MM-Vet's grader), except grounding and detection items,
+which only IoU decides. A judged item has ``method: "judge"`` and its score and verdict from
+the judge. A judge failure (a call that failed after its retries, or a reply that does not
+parse) is never a verdict and never moves a metric: in ``fallback`` mode the item keeps its
+rule verdict (``judge_error`` says why) and the failure is counted; in ``always`` mode, by
+default (``score.judge.on_failure: unscored``) the item is *unscored* (``correct`` and
+``score`` null), left out of every accuracy and counted in ``unscored``, and a group metric
+is computed over its complete groups only (its ``left_out`` counts the others); ``error``
+fails the stage naming the items; ``score_zero`` scores them 0 and counts them.
 Replies are cached in ``results/<exp>/judge_cache/`` as they arrive, so a rerun after a failure
 or a kill only asks about the items without a verdict. A judge with ``score.judge.serve`` is
 started for the judging (:func:`vlrl.servers.serving`; its log in
@@ -39,21 +46,14 @@ into ``metrics``; ``headline`` names the one tables lead with.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from pathlib import Path
 
-from rich.console import Console
-from rich.logging import RichHandler
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from vlrl import paths
-from vlrl.answers import extract_answer
-from vlrl.benchmarks import BenchmarkConfig, load_benchmark
+from vlrl.benchmarks import BenchmarkConfig, load_benchmark, protocol_for
 from vlrl.config import ExperimentConfig
-from vlrl.errors import StageError
+from vlrl.errors import ConfigError, StageError
 from vlrl.predictions import (
-    JudgeMetadata,
     MetricValue,
     Prediction,
     ScoredItem,
@@ -61,20 +61,19 @@ from vlrl.predictions import (
     TaskSummary,
     items_as_dicts,
     read_predictions,
+    read_scores,
     write_scores,
 )
-from vlrl.scoring.judge import NOT_JUDGED, Judge, judge_cache_dir, judge_request
+from vlrl.scoring.candidate import Candidate
+from vlrl.scoring.judging import MAX_LISTED_FAILURES, apply_judge
 from vlrl.scoring.metrics import compute as compute_metrics
-from vlrl.scoring.rules import score_item
+from vlrl.scoring.protocols import ScoringProtocol, get_protocol, judge_mode
 from vlrl.scoring.stats import summarize
-from vlrl.servers import serving, unstarted
 
 log = logging.getLogger(__name__)
 
 #: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
 READS = ("score", "infer.checkpoints", "sft.enabled", "grpo.enabled")
-
-MAX_LISTED_FAILURES = 5
 
 
 def rule_scores(
@@ -82,10 +81,12 @@ def rule_scores(
     bench_cfg: BenchmarkConfig,
     iou_threshold: float,
     where: Path,
+    protocol: ScoringProtocol | None = None,
 ) -> list[ScoredItem]:
-    """Score every prediction by the rules, with the benchmark's protocol. With ``box_frame``
-    ``model_input``, a grounding prediction must carry its ``input_size`` and ``image_sizes``
-    (the infer stage writes them)."""
+    """Score every prediction by the rules of ``protocol`` (default: the benchmark's). With
+    ``box_frame`` ``model_input``, a grounding prediction must carry its ``input_size`` and
+    ``image_sizes`` (the infer stage writes them)."""
+    protocol = protocol or get_protocol(bench_cfg.protocol)
     items = []
     for lineno, prediction in enumerate(predictions, 1):
         common = {
@@ -106,20 +107,23 @@ def rule_scores(
                 )
             )
             continue
+        candidate = Candidate(
+            response=prediction.response,
+            answer=prediction.answer,
+            problem_type=prediction.problem_type,
+            options=tuple(prediction.options),
+            accepted=tuple(prediction.accepted),
+            boxes=tuple(tuple(box) for box in prediction.boxes),
+            precision=prediction.precision,
+            item_id=prediction.id,
+            family=bench_cfg.family,
+            iou_threshold=iou_threshold,
+            relaxed_tolerance=bench_cfg.relaxed_tolerance,
+            box_frames=_box_frames(prediction, bench_cfg.box_frame, where, lineno),
+        )
         try:
-            extracted, score, correct = score_item(
-                prediction.response,
-                prediction.answer,
-                prediction.problem_type,
-                prediction.options,
-                prediction.boxes,
-                iou_threshold,
-                bench_cfg.iou_strict,
-                bench_cfg.relaxed_tolerance,
-                _box_frames(prediction, bench_cfg.box_frame, where, lineno),
-                bench_cfg.choice_rule,
-            )
-        except ValueError as exc:
+            extracted, score, correct = protocol.score(candidate)
+        except (ValueError, RuntimeError) as exc:  # no rule for the type; a missing parser
             raise StageError(f"score: {where}:{lineno}: {exc}") from None
         items.append(
             ScoredItem(
@@ -131,7 +135,7 @@ def rule_scores(
 
 def _box_frames(
     prediction: Prediction, box_frame: str, where: Path, lineno: int
-) -> tuple[list[float], list[float]] | None:
+) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     if box_frame != "model_input" or prediction.problem_type != "grounding":
         return None
     sizes = prediction.image_sizes or []
@@ -140,140 +144,48 @@ def _box_frames(
             f"score: {where}:{lineno}: the benchmark's boxes are in the model-input frame "
             "(box_frame: model_input) but the row has no input_size / image_sizes; rerun infer"
         )
-    return prediction.input_size, sizes[0]
-
-
-def candidate(response: str) -> str:
-    """What the judge reads of a response: its ``<answer>`` (or last ``\\boxed{}``) if it has
-    one, else the whole response, reasoning included.
-
-    >>> candidate("<think>hmm</think><answer>blue</answer>"), candidate("just blue")
-    ('blue', 'just blue')
-    """
-    answer = extract_answer(response)
-    return answer if answer is not None else response
-
-
-def apply_judge(
-    exp: str,
-    cfg: ExperimentConfig,
-    bench_cfg: BenchmarkConfig,
-    predictions: list[Prediction],
-    items: list[ScoredItem],
-    log_dir: Path | None = None,
-) -> JudgeMetadata:
-    """Ask the judge about the selected items, update them in place; the judge metadata. A
-    judge to serve is started for it, its log in ``log_dir`` (default: ``logs/score/<exp>``)."""
-    judge_cfg = cfg.score.judge
-    assert judge_cfg is not None
-    protocol = bench_cfg.judge
-    mode = protocol.mode if protocol is not None and protocol.mode else judge_cfg.mode
-    prompt = protocol.prompt if protocol is not None else None
-    chosen = [
-        i
-        for i, item in enumerate(items)
-        if item.problem_type not in NOT_JUDGED
-        and item.method != "failed"
-        and (mode == "always" or item.correct == 0)
-    ]
-    requests = [
-        judge_request(
-            p.id, p.problem, p.answer, p.problem_type, p.options, candidate(p.response), prompt
-        )
-        for p in (predictions[i] for i in chosen)
-    ]
-    planned = unstarted(judge_cfg)
-    to_ask = Judge(planned.model_copy(update={"mode": mode}), judge_cache_dir(exp)).uncached(
-        requests
-    )
-    server = (
-        serving(judge_cfg, log_dir or paths.server_log_dir("score", exp), name="judge")
-        if to_ask
-        else contextlib.nullcontext(planned)  # nothing to ask, or every verdict cached: no server
-    )
-    with server as served:
-        judge = Judge(served.model_copy(update={"mode": mode}), judge_cache_dir(exp))
-        log.info(
-            "score: judge %s (mode %s%s): %d of %d items",
-            served.model,
-            mode,
-            f", prompt {prompt}" if prompt else "",
-            len(chosen),
-            len(items),
-        )
-        with Progress(
-            TextColumn("judge"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=_console(),
-            transient=True,
-        ) as bar:
-            task = bar.add_task("judge", total=len(requests))
-            outcomes = judge.judge(requests, progress=lambda: bar.advance(task))
-
-    flipped = 0
-    for i, outcome in zip(chosen, outcomes, strict=True):
-        item = items[i]
-        item.method = "judge"
-        item.judge_reply = outcome.reply
-        if outcome.verdict is None:
-            item.judge_error = outcome.error
-            if judge_cfg.on_failure == "score_zero":
-                item.correct, item.score = 0, 0.0
-            else:
-                item.correct, item.score = None, None
-            continue
-        flipped += int(outcome.verdict != item.correct)
-        item.correct, item.score = outcome.verdict, outcome.score
-
-    meta = JudgeMetadata.model_validate(judge.metadata())
-    log.info(
-        "score: judge calls %d, cache hits %d, failures %d; verdict differs from the rules on %d",
-        meta.calls,
-        meta.cache_hits,
-        meta.failures,
-        flipped,
-    )
-    if meta.failures and judge_cfg.on_failure == "error":
-        listed = "; ".join(judge.errors[:MAX_LISTED_FAILURES])
-        raise StageError(
-            f"score: the judge failed on {meta.failures} of {len(requests)} items "
-            f"(first: {listed}). Replies so far are cached in {judge_cache_dir(exp)}; rerun, fix "
-            "the judge, or set score.judge.on_failure=unscored to leave those items unscored"
-        )
-    if meta.failures:
-        log.warning(
-            "score: the judge failed on %d of %d items: %s (%s)",
-            meta.failures,
-            len(requests),
-            "scored 0" if judge_cfg.on_failure == "score_zero" else "left unscored",
-            "; ".join(judge.errors[:MAX_LISTED_FAILURES]),
-        )
-    return meta
-
-
-def _console() -> Console:
-    """The console the CLI logs to (so the progress bar and log lines do not interleave)."""
-    for logger in (logging.getLogger("vlrl"), logging.getLogger()):
-        for handler in logger.handlers:
-            if isinstance(handler, RichHandler):
-                return handler.console
-    return Console(stderr=True)
+    return tuple(prediction.input_size), tuple(sizes[0])
 
 
 def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     """Score one checkpoint's predictions on one benchmark (see the module docstring)."""
+    score_benchmark(exp, cfg, checkpoint, bench)
+
+
+def score_benchmark(
+    exp: str,
+    cfg: ExperimentConfig,
+    checkpoint: str,
+    bench: str,
+    protocol_name: str | None = None,
+    out: Path | None = None,
+) -> Scores:
+    """Score one checkpoint's predictions on one benchmark under ``protocol_name`` (default: the
+    experiment's choice for the benchmark, else its default) into ``out`` (default: the stage's
+    scores file); the scores written."""
     if checkpoint not in cfg.checkpoints:
         raise StageError(
             f"score: checkpoint {checkpoint!r} is not evaluated by experiment {exp} "
             f"(it evaluates {cfg.checkpoints}; see infer.checkpoints, sft.enabled, grpo.enabled)"
         )
     bench_cfg = load_benchmark(bench)
-    if bench_cfg.judge is not None and bench_cfg.judge.required and cfg.score.judge is None:
+    try:
+        protocol = get_protocol(protocol_name or protocol_for(bench, bench_cfg, cfg.score.protocol))
+    except ConfigError as exc:
+        raise StageError(f"score: {exc}") from None
+    if protocol.name not in bench_cfg.protocols:
         raise StageError(
-            f"score: benchmark {bench} is scored by an LLM judge ({paths.benchmark_file(bench)}: "
-            f"judge.required) but experiment {exp} sets no score.judge; add one (base_url, model)"
+            f"score: protocol {protocol.name!r} is not one benchmark {bench} supports "
+            f"({paths.benchmark_file(bench)}: protocols {bench_cfg.protocols})"
+        )
+    judge = cfg.score.judge
+    mode = judge_mode(
+        protocol, bench, judge.mode if judge else None, judge.benchmarks if judge else {}
+    )
+    if protocol.judge == "always" and mode is None:
+        raise StageError(
+            f"score: benchmark {bench} is scored by protocol {protocol.name!r}, an LLM judge's, "
+            f"but experiment {exp} sets no score.judge; add one (base_url, model)"
         )
     source = paths.predictions_file(exp, checkpoint, bench)
     predictions = read_predictions(source)
@@ -283,7 +195,7 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     iou_threshold = (
         bench_cfg.iou_threshold if bench_cfg.iou_threshold is not None else cfg.score.iou_threshold
     )
-    items = rule_scores(predictions, bench_cfg, iou_threshold, source)
+    items = rule_scores(predictions, bench_cfg, iou_threshold, source, protocol)
     failed = [item.id for item in items if item.method == "failed"]
     if failed:
         listed = ", ".join(map(str, failed[:MAX_LISTED_FAILURES]))
@@ -304,18 +216,19 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
             ", …" if len(failed) > MAX_LISTED_FAILURES else "",
         )
     rule_acc = sum(item.correct or 0 for item in items) / len(items)
-    log.info("score: rules: accuracy %.1f%%", 100 * rule_acc)
+    log.info("score: rules of protocol %s: accuracy %.1f%%", protocol.name, 100 * rule_acc)
 
     judge_meta = (
         apply_judge(
             exp,
-            cfg,
-            bench_cfg,
+            judge,
+            bench_cfg.judge.prompt if bench_cfg.judge is not None else None,
             predictions,
             items,
+            mode,
             paths.server_log_dir("score", exp, checkpoint, bench),
         )
-        if cfg.score.judge is not None
+        if mode is not None and judge is not None
         else None
     )
     scored = items_as_dicts([item for item in items if item.scored])
@@ -326,14 +239,15 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
         )
     summary = summarize(scored, cfg.score.confidence)
     try:
-        metrics = compute_metrics(scored, bench_cfg.metrics, cfg.score.confidence)
+        metrics = compute_metrics(items_as_dicts(items), bench_cfg.metrics, cfg.score.confidence)
     except StageError as exc:
         raise StageError(f"score: {bench}: {exc}") from None
-    out = paths.scores_file(exp, checkpoint, bench)
+    out = out or paths.scores_file(exp, checkpoint, bench)
     scores = Scores(
         experiment=exp,
         checkpoint=checkpoint,
         benchmark=bench,
+        protocol=protocol.name,
         n=summary["n"],
         accuracy=summary["accuracy"],
         ci_low=summary["ci_low"],
@@ -349,10 +263,11 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     )
     write_scores(out, scores)
     log.info(
-        "score: %s/%s on %s: accuracy %.1f%% [%.1f, %.1f] (n=%d%s) → %s",
+        "score: %s/%s on %s (%s): accuracy %.1f%% [%.1f, %.1f] (n=%d%s) → %s",
         exp,
         checkpoint,
         bench,
+        protocol.name,
         100 * scores.accuracy,
         100 * scores.ci_low,
         100 * scores.ci_high,
@@ -360,3 +275,36 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
         f", {scores.unscored} unscored" if scores.unscored else "",
         out,
     )
+    return scores
+
+
+def rescore(
+    exp: str,
+    cfg: ExperimentConfig,
+    protocol_name: str,
+    checkpoints: list[str] | None = None,
+    benches: list[str] | None = None,
+) -> list[tuple[Scores, Scores | None]]:
+    """Rescore the experiment's existing predictions under ``protocol_name``, with no new
+    inference, into ``results/<exp>/rescored/<protocol>/``; per checkpoint and benchmark that
+    supports the protocol, ``(rescored, the stage's scores or None)``.
+
+    Raises:
+        StageError: no chosen benchmark supports the protocol, or predictions are missing.
+    """
+    get_protocol(protocol_name)
+    chosen = benches or list(cfg.benchmarks)
+    supported = [b for b in chosen if protocol_name in load_benchmark(b).protocols]
+    if not supported:
+        listed = "; ".join(f"{b}: {load_benchmark(b).protocols}" for b in chosen)
+        raise StageError(f"rescore: no benchmark supports protocol {protocol_name!r} ({listed})")
+    for bench in sorted(set(chosen) - set(supported)):
+        log.warning("rescore: %s does not support %s; skipped", bench, protocol_name)
+    pairs = []
+    for checkpoint in checkpoints or cfg.checkpoints:
+        for bench in supported:
+            out = paths.rescored_file(exp, protocol_name, checkpoint, bench)
+            rescored = score_benchmark(exp, cfg, checkpoint, bench, protocol_name, out)
+            stage_file = paths.scores_file(exp, checkpoint, bench)
+            pairs.append((rescored, read_scores(stage_file) if stage_file.is_file() else None))
+    return pairs

@@ -104,22 +104,48 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
                 f"{source}: benchmarks.{index}: {bench!r} has no file "
                 f"config/benchmarks/{bench}.yaml; known: {known}"
             )
-        elif score is not None and score.judge is None and _needs_judge(bench):
-            problems.append(
-                f"{source}: benchmarks.{index}: {bench!r} is scored by an LLM judge "
-                f"(config/benchmarks/{bench}.yaml: judge.required) but score.judge is not set"
-            )
+        elif score is not None:
+            problems += _protocol_problems(source, index, bench, score)
+    if score is not None:
+        for key, chosen in (
+            ("score.protocol", score.protocol),
+            ("score.judge.benchmarks", score.judge.benchmarks if score.judge else {}),
+        ):
+            problems += [
+                f"{source}: {key}.{bench}: {bench!r} is not one of the experiment's benchmarks "
+                f"{list(cfg.benchmarks)}"
+                for bench in chosen
+                if bench not in cfg.benchmarks
+            ]
     return problems
 
 
-def _needs_judge(bench: str) -> bool:
-    from vlrl.benchmarks import load_benchmark
+def _protocol_problems(source: str, index: int, bench: str, score: Any) -> list[str]:
+    """The benchmark's protocols exist, the experiment's choice is one of them, and a protocol
+    that is a judge's has a judge."""
+    from vlrl.benchmarks import load_benchmark, protocol_for
+    from vlrl.scoring.protocols import PROTOCOLS
 
     try:
-        judge = load_benchmark(bench).judge
+        bench_cfg = load_benchmark(bench)
     except ConfigError:  # reported with the benchmark's own file
-        return False
-    return judge is not None and judge.required
+        return []
+    unknown = [name for name in bench_cfg.protocols if name not in PROTOCOLS]
+    if unknown:
+        return [
+            f"config/benchmarks/{bench}.yaml: protocols: {unknown} are not scoring protocols; "
+            f"known: {sorted(PROTOCOLS)}"
+        ]
+    try:
+        name = protocol_for(bench, bench_cfg, score.protocol)
+    except ConfigError as exc:
+        return [f"{source}: {exc}"]
+    if PROTOCOLS[name].judge == "always" and score.judge is None:
+        return [
+            f"{source}: benchmarks.{index}: {bench!r} is scored by protocol {name!r}, an LLM "
+            "judge's, but score.judge is not set"
+        ]
+    return []
 
 
 def _names(tree: dict[str, Any]) -> Any:

@@ -36,9 +36,11 @@ Mapping to :class:`vlrl.records.Record`:
   sentence) and it states the answer format the exact-match scoring relies on (an integer, a
   float with one or two decimals, a Python list);
 - multi_choice → ``multiple_choice``: ``options`` = choices, ``answer`` = the letter of the
-  first choice equal to the gold text (three testmini rows repeat a choice text; 781's gold
-  "18" is both C and D: the reference compares texts, so both letters are right there);
-- integer / float → ``numerical`` (answer as on the hub, e.g. "1.2", "51.04");
+  first choice equal to the gold text, ``accepted`` = the letters of the other choices equal to
+  it (three testmini rows repeat a choice text; 781's gold "18" is both C and D: the reference
+  compares texts, so both letters are right there);
+- integer / float → ``numerical`` (answer as on the hub, e.g. "1.2", "51.04"); a float keeps
+  ``precision`` (int), the decimals the reference rounds a prediction to;
 - list → ``free_form`` (answer such as "[2014, 2016]");
 - ``task`` = metadata.task (FQA/GPS/MWP/TQA/VQA, the single-valued breakdown of the paper and
   of lmms-eval's ``mathvista_aggregate_results``; skills are multi-valued and not kept).
@@ -180,13 +182,16 @@ def convert_row(row: Row, images: ImageStore) -> Record:
     hint = _hint(row, question_type, answer_type)
 
     options: list[str] = []
+    accepted: list[str] = []
+    precision = _precision(row) if question_type == "free_form" and answer_type == "float" else None
     if question_type == "multi_choice":
         if not choices:
             raise row.error("field 'choices' is empty for a multi_choice question")
         if answer not in choices:
             raise row.error(f"field 'answer' {answer!r} is not one of the choices {choices}")
         options = choices
-        answer = LETTERS[choices.index(answer)]
+        letters = [LETTERS[i] for i, choice in enumerate(choices) if choice == answer]
+        answer, accepted = letters[0], letters[1:]
     elif answer_type in {"integer", "float"}:
         try:
             float(answer)
@@ -199,6 +204,8 @@ def convert_row(row: Row, images: ImageStore) -> Record:
         images=[images.save(row.field("decoded_image"), row, "decoded_image")],
         problem=build_query(question, unit, choices, hint),
         answer=answer.strip(),
+        accepted=accepted,
+        precision=precision,
         problem_type=_PROBLEM_TYPES.get(answer_type, "free_form"),
         options=options,
         data_source=DATA_SOURCE,

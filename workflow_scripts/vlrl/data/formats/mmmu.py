@@ -29,15 +29,16 @@ Mapping to :class:`vlrl.records.Record`, ported from lmms-eval ``lmms_eval/tasks
   sorted, as ``image_N`` fields (an image field no token references is not sent);
 - ``options`` = ``ast.literal_eval(options)``; ``answer`` = the gold letter (multiple_choice);
 - open questions: ``numerical`` when the answer is a number by MMMU's ``check_is_number``
-  (``float(answer.replace(",", ""))``), else ``free_form``; a stringified list of accepted
-  answers keeps the first (a Record holds one answer);
+  (``float(answer.replace(",", ""))``), else ``free_form``; of a stringified list of accepted
+  answers, ``answer`` is the first and ``accepted`` the rest (MMMU's ``eval_open`` accepts any);
 - ``task`` = the subject from the id (``extract_subset_name``), the unit of lmms-eval's
   per-subject and per-domain (``DOMAIN_CAT2SUB_CAT``) breakdown.
 
-Scoring (lmms-eval ``mmmu_process_results`` / MMMU ``eval/eval_utils.py``): multiple-choice is
-an exact letter match after ``parse_multi_choice_response`` (random letter when none is found);
-open answers match when a number in the response's key parts equals the gold number, both
-rounded to 2 decimals, or the lower-cased gold text is a substring of a key part.
+Scoring (MMMU ``mmmu/utils/eval_utils.py``, ported in :mod:`vlrl.scoring.mmmu`):
+multiple-choice is an exact letter match after ``parse_multi_choice_response`` (a random letter
+when none is found); open answers match when a number in the response's key parts equals a gold
+number, both rounded to 2 decimals, or a lower-cased gold text is a substring of a key part,
+every gold of a list counting.
 """
 
 from __future__ import annotations
@@ -146,8 +147,9 @@ def is_number(text: str) -> bool:
     return True
 
 
-def open_answer(row: Row) -> str:
-    """An open question's answer; of a stringified list of accepted answers, the first."""
+def open_answer(row: Row) -> tuple[str, list[str]]:
+    """An open question's answer and the other accepted ones: of a stringified list of
+    accepted answers, the first and the rest (stripped)."""
     answer = row.field("answer")
     if not isinstance(answer, str):
         raise row.error(f"field 'answer' must be a string: {answer!r}")
@@ -160,8 +162,9 @@ def open_answer(row: Row) -> str:
         if isinstance(accepted, list):
             if not accepted or not all(isinstance(a, str) and a.strip() for a in accepted):
                 raise row.error(f"field 'answer' lists no usable answer: {answer!r}")
-            return accepted[0].strip()
-    return answer
+            first, *rest = (a.strip() for a in accepted)
+            return first, rest
+    return answer, []
 
 
 def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
@@ -188,11 +191,12 @@ def convert_row(row: Row, images: ImageStore) -> Record:
             raise row.error("field 'options' is an empty list for a multiple-choice question")
         problem = f"{question}\n{render_options(options)}"
         answer = gold_letter(row, options)
+        accepted = []
         problem_type = "multiple_choice"
     else:
         options = []
         problem = question
-        answer = open_answer(row)
+        answer, accepted = open_answer(row)
         problem_type = "numerical" if is_number(answer) else "free_form"
 
     return record(
@@ -201,6 +205,7 @@ def convert_row(row: Row, images: ImageStore) -> Record:
         images=save_images(row, problem, images),
         problem=problem,
         answer=answer,
+        accepted=accepted,
         problem_type=problem_type,
         options=options,
         data_source=DATA_SOURCE,

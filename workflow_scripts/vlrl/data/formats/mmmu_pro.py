@@ -1,15 +1,17 @@
-"""MMMU-Pro: ``MMMU/MMMU_Pro``, split ``test`` of the configs ``standard (10 options)`` (1,730
-rows, ``standard (10 options)/test-*.parquet``) and ``vision`` (the same 1,730 questions as
-screenshots, ``vision/test-*.parquet``), written as the splits ``standard_10`` and ``vision``.
-The ``standard (4 options)`` config is not read (lmms-eval has no task for it).
+"""MMMU-Pro: ``MMMU/MMMU_Pro``, split ``test`` of the configs ``standard (4 options)`` and
+``standard (10 options)`` (1,730 rows each, ``standard (… options)/test-*.parquet``) and
+``vision`` (the same 1,730 questions as screenshots, ``vision/test-*.parquet``), written as the
+splits ``standard_4``, ``standard_10`` and ``vision``. Each config present is converted; the
+4-option one is read for papers whose MMMU-Pro is a mean that includes it (Vision-SR1's
+``Evaluation/eval_result.py`` ``add_weighted_subset``).
 
 Raw schema (the dataset card's ``dataset_info``):
 
-- ``standard (10 options)``: ``id`` string (``test_History_1``, ``validation_Chemistry_12``…),
-  ``question`` string with ``<image N>`` placeholders, ``options`` string holding a Python list
-  of up to 10 option texts, ``explanation`` string, ``image_1`` … ``image_7`` image or null,
-  ``img_type`` string, ``answer`` string (the gold letter, A-J), ``topic_difficulty`` string,
-  ``subject`` string;
+- ``standard (4 options)`` and ``standard (10 options)``: ``id`` string (``test_History_1``,
+  ``validation_Chemistry_12``…), ``question`` string with ``<image N>`` placeholders,
+  ``options`` string holding a Python list of up to 4 (or 10) option texts, ``explanation``
+  string, ``image_1`` … ``image_7`` image or null, ``img_type`` string, ``answer`` string (the
+  gold letter, A-D or A-J), ``topic_difficulty`` string, ``subject`` string;
 - ``vision``: ``id`` string, ``image`` image (question and options rendered in it), ``options``
   string (a Python list, added to the config 2024-11-10), ``answer`` string, ``subject`` string.
 
@@ -17,7 +19,9 @@ Mapping to :class:`vlrl.records.Record`, ported from lmms-eval
 ``lmms_eval/tasks/mmmu_pro/utils.py`` (commit 75571cfe; tasks ``mmmu_pro_standard`` and
 ``mmmu_pro_vision``, ``lmms_eval_specific_kwargs.default``):
 
-- standard: ``problem`` = ``construct_prompt`` without its post-prompt,
+- standard (both configs; lmms-eval has no task for the 4-option one, and MMMU-Pro's own
+  ``mmmu-pro/infer`` scripts build prompts for the 10-option and vision settings only, so it is
+  laid out as the 10-option one): ``problem`` = ``construct_prompt`` without its post-prompt,
   ``f"{question}\\n{parse_options(options)}"`` with ``"A. text"`` lines (lmms-eval then appends
   ``"\\n\\nAnswer with the option letter from the given choices directly."``); ``<image N>``
   placeholders stay in the text; ``images`` = the distinct ``<image N>`` tokens of question +
@@ -25,9 +29,9 @@ Mapping to :class:`vlrl.records.Record`, ported from lmms-eval
 - vision: ``mmmu_pro_doc_to_text`` sends only the task's post-prompt, since the question is in
   the image: ``problem`` = :data:`VISION_PROMPT`; ``images`` = [image]. The options are kept in
   ``options`` for scoring only, never shown as text;
-- both: multiple_choice, ``answer`` = the gold letter (checked against the options), ``task`` =
-  ``subject`` (lmms-eval ``mmmu_pro_aggregate_results`` groups by it; the overall score is the
-  instance-level accuracy), ``data_source`` = "mmmu_pro", ``id`` = the row's id.
+- every split: multiple_choice, ``answer`` = the gold letter (checked against the options),
+  ``task`` = ``subject`` (lmms-eval ``mmmu_pro_aggregate_results`` groups by it; the overall
+  score is the instance-level accuracy), ``data_source`` = "mmmu_pro", ``id`` = the row's id.
 
 Scoring: lmms-eval ``mmmu_pro_process_results`` parses a letter with MMMU's
 ``parse_multi_choice_response`` for standard rows, but compares the RAW response with the letter
@@ -47,6 +51,7 @@ from vlrl.records import Record
 DATA_SOURCE = "mmmu_pro"
 #: Output split → the hub files of its config.
 SPLITS = {
+    "standard_4": "standard (4 options)/test-*.parquet",
     "standard_10": "standard (10 options)/test-*.parquet",
     "vision": "vision/test-*.parquet",
 }
@@ -61,7 +66,7 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
     if not present:
         raise DataError(f"{source}: no file matches any of {sorted(SPLITS.values())}")
     for split, pattern in present.items():
-        convert_row = standard_row if split == "standard_10" else vision_row
+        convert_row = vision_row if split == "vision" else standard_row
         for row in parquet_rows(source, pattern):
             yield split, convert_row(row, images)
 
@@ -74,7 +79,8 @@ def _options(row: Row) -> list[str]:
 
 
 def standard_row(row: Row, images: ImageStore) -> Record:
-    """A ``standard (10 options)`` row (see the module docstring)."""
+    """A ``standard (4 options)`` or ``standard (10 options)`` row (see the module
+    docstring)."""
     options = _options(row)
     problem = f"{row.field('question')}\n{render_options(options)}"
     return record(

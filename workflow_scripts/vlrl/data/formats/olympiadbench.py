@@ -66,6 +66,13 @@ each pair as intervals, then numbers within the row's ``error`` tolerance (defau
 absolute; x/100 and x·100 accepted as percentages), then sympy expressions, then equations. The
 tolerance, the percentage forms, the unordered multi-answer pairing and ``\pm`` are not in the
 generic rules; MM-Eureka's and lmms-eval's numbers come from a gpt-4o judge instead.
+
+Scoring here: the gold of a free_form row has lost its ``$`` signs and a response's answer may
+keep them (``$2 n+1$``), so a string comparison of the two can fail on an identical answer;
+:func:`vlrl.scoring.maths.equivalent` (:func:`~vlrl.scoring.maths.equivalent_match`) drops the
+``$`` of both and compares the maths, and is the rule for these rows. SATORI-R1's judge is
+:func:`vlrl.scoring.maths.olympiad_satori`; it judges every answer at the default 1e-8, as the
+records do not carry the ``error`` column.
 """
 
 from __future__ import annotations

@@ -3,13 +3,26 @@ lmms-eval repackagings (one schema): ``lmms-lab/RefCOCO`` (splits ``val``, ``tes
 ``testB``), ``lmms-lab/RefCOCOplus`` (``val``, ``testA``, ``testB``) and ``lmms-lab/RefCOCOg``
 (``val``, ``test``); config ``default``, files ``data/<split>-NNNNN-of-NNNNN[-<hash>].parquet``
 (lmms-lab has since renamed them ``lmms-lab-encoder/…``, the ids lmms-eval uses at HEAD).
-Every split present under ``data/`` is converted; the split is the file name's prefix.
+Every split present under ``data/`` is converted; the split is the file name's prefix. vlrl
+fetches only the standard test splits from them (RefCOCO and RefCOCO+ testA / testB, RefCOCOg
+test); the val splits come from VLM-R1's own files (:mod:`vlrl.data.formats.vlm_r1_rec`).
 
-Rows (objects) per split, from the dataset cards and lmms-eval users: RefCOCO val 8,811, test
-5,000, testA 1,975, testB 1,810; RefCOCO+ val ≈3.81k, testA ≈1.98k, testB ≈1.80k; RefCOCOg val
-7,573, test 5,023. testA / testB, RefCOCO+ val and RefCOCOg test match the standard UNC / UMD
-splits' objects; RefCOCO val and RefCOCOg val hold 5,000 rows more than the standard val splits
-(3,811 and 2,573 objects), unexplained, so their numbers are not VLM-R1's val numbers.
+Rows (objects) per split, from the dataset cards: RefCOCO val 8,811, test 5,000, testA 1,975,
+testB 1,810; RefCOCOg val 7,573, test 5,023. RefCOCO testA / testB are the UNC splits' objects
+(``jxu124/refcoco``'s card: validation 3,811, testA 1,975, testB 1,810). RefCOCO val holds 5,000
+rows more than the UNC val (3,811 objects on 1,500 pictures, TensorFlow Datasets' ``ref_coco``
+catalog), RefCOCOg val 5,000 more than the UMD val (2,573), and RefCOCO test is no UNC split:
+5,000 is the size of the Google splits' val and test (same catalog), which partition objects
+rather than pictures, so their pictures overlap the UNC / UMD train split. lmms-lab does not say
+where the rows come from; vlrl does not use those splits. The expression counts below are
+checked at conversion, so a non-standard split fails there whatever its row count.
+
+Standard sizes, checked: a split must hold the expressions of a standard split of its name, else
+the conversion fails naming its files, the count found and the sizes accepted
+(:data:`STANDARD_EXPRESSIONS`: RefCOCO (UNC) val 10,834 / testA 5,657 / testB 5,095; RefCOCO+
+(UNC) val 10,758 / testA 5,726 / testB 4,889; RefCOCOg (UMD) val 4,896 / test 9,602; sources in
+:mod:`vlrl.data.formats.vlm_r1_rec`). The files do not say which of the three datasets they are,
+so a split name accepts the size of each dataset that has it; the pinned ``repo_id`` says which.
 
 Raw schema (the dataset card's ``dataset_info``), one row per referred object:
 
@@ -48,9 +61,10 @@ Mapping to :class:`vlrl.records.Record`, VLM-R1's REC protocol (``om-ai-lab/VLM-
   ``{"object": question_id}`` (the expressions of one object are a cluster); ``task`` = the
   split; ``data_source`` = ``refcoco`` for all three datasets (the benchmark config names which).
 
-Scoring (VLM-R1): correct iff IoU > 0.5 (strict) with the first box of the answer, read as
-absolute pixels (``iou_strict: true``); VLM-R1 draws ``random.seed(42); random.shuffle(data);
-data[:2000]`` per split (``subsample``), from its own file order, so not the same 2,000 items.
+Scoring (protocol ``vlm_r1_rec``): correct iff IoU > 0.5 (strict) with the box of the first
+``<answer>``, read as absolute pixels; the benchmarks draw VLM-R1's ``random.seed(42);
+random.shuffle(data); data[:2000]`` (``subsample``) from lmms-lab's row order. VLM-R1 released
+no test-split files and reports no test-split number, so there are no VLM-R1 items to match.
 """
 
 from __future__ import annotations
@@ -63,10 +77,18 @@ from PIL import Image
 
 from vlrl.answers import dumps_box
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
+from vlrl.errors import DataError
 from vlrl.records import Record
 
 DATA_SOURCE = "refcoco"
 SPLITS = ("val", "test", "testA", "testB")
+#: Split → {expressions: which standard split has that many} (the module docstring's sizes).
+STANDARD_EXPRESSIONS = {
+    "val": {10_834: "RefCOCO (UNC)", 10_758: "RefCOCO+ (UNC)", 4_896: "RefCOCOg (UMD)"},
+    "testA": {5_657: "RefCOCO (UNC)", 5_726: "RefCOCO+ (UNC)"},
+    "testB": {5_095: "RefCOCO (UNC)", 4_889: "RefCOCO+ (UNC)"},
+    "test": {9_602: "RefCOCOg (UMD)"},
+}
 PATTERN = "data/*.parquet"
 PROBLEM = "Please provide the bounding box coordinate of the region this sentence describes: {}."
 #: Decimal places kept of a box coordinate (float32 noise beyond; COCO boxes have two).
@@ -114,8 +136,12 @@ def fit_box(box: list[float], width: int, height: int) -> list[float] | None:
 
 
 def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
-    """Yield (split, record) for every referring expression of every row under ``data/``."""
+    """Yield (split, record) for every referring expression of every row under ``data/``; then
+    fail unless every split holds a standard split's expressions (before anything is written:
+    :func:`vlrl.data.formats.convert_dataset` writes once every record is in)."""
     seen: dict[tuple[str, str], str] = {}
+    files: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
     for row in parquet_rows(source, PATTERN):
         split = split_of(row.file)
         if split not in SPLITS:
@@ -124,8 +150,30 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
         first = seen.setdefault((split, question_id), row.where)
         if first != row.where:
             raise row.error(f"repeats question_id {question_id!r} of {first} in split {split!r}")
+        files.setdefault(split, set()).add(row.file)
         for rec in convert_row(row, images, split, question_id):
+            counts[split] = counts.get(split, 0) + 1
             yield split, rec
+    for split, found in counts.items():
+        check_standard(split, found, sorted(files[split]))
+
+
+def check_standard(split: str, found: int, files: list[str]) -> None:
+    """Refuse a split that does not hold the expressions of a standard split of its name.
+
+    >>> check_standard("testB", 5095, ["data/testB-00000-of-00001.parquet"])
+    >>> check_standard("test", 14000, ["data/test-00000-of-00002.parquet"])
+    Traceback (most recent call last):
+    ...
+    vlrl.errors.DataError: data/test-...: split 'test' holds 14,000 expressions, expected one of ...
+    """
+    standard = STANDARD_EXPRESSIONS[split]
+    if found not in standard:
+        sizes = ", ".join(f"{n:,} ({name} {split})" for n, name in standard.items())
+        raise DataError(
+            f"{', '.join(files)}: split {split!r} holds {found:,} expressions, "
+            f"expected one of {sizes}"
+        )
 
 
 def object_id(row: Row) -> str:

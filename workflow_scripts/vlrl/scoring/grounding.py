@@ -1,0 +1,92 @@
+r"""Box answers matched as VLM-R1's REC evaluation matches them.
+
+Port of github.com/om-ai-lab/VLM-R1 ``src/eval/test_rec_r1.py`` (commit 90052f47):
+``extract_bbox_answer``, ``resize_bbox`` and ``iou``, correct iff IoU > 0.5. Stricter than
+vlrl's own rule (:func:`vlrl.scoring.rules.score_item`): only the **first** ``<answer>…</answer>``
+is read, the box must sit in braces (``{"bbox_2d": [x1, y1, x2, y2]}``, the greedy pattern taking
+the last box of several) with non-negative integers, and a reply without one scores the box
+``[0, 0, 0, 0]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from vlrl.answers import parse_box
+from vlrl.scoring.candidate import Candidate, Verdict
+from vlrl.scoring.rules import rescale_box
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_BOX = re.compile(r"\{.*\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)]\s*.*\}", re.DOTALL)
+
+
+def extract_bbox(content: str) -> list[int] | None:
+    """The box VLM-R1 reads (``extract_bbox_answer``), None where it falls back to ``[0, 0, 0,
+    0]``.
+
+    >>> extract_bbox('<answer>{"bbox_2d": [1, 2, 30, 40]}</answer><answer>{[5, 5, 9, 9]}</answer>')
+    [1, 2, 30, 40]
+    >>> [extract_bbox(s) for s in ["<answer>[1, 2, 30, 40]</answer>", "{[1, 2, 30, 40]}",
+    ...                            "<answer>{[1.5, 2, 30, 40]}</answer>"]]
+    [None, None, None]
+    """
+    answer = _ANSWER.search(content)
+    if answer is None:
+        return None
+    box = _BOX.search(answer.group(1).strip())
+    return [int(v) for v in box.groups()] if box else None
+
+
+def vlm_r1_iou(box1: list[float], box2: list[float]) -> float:
+    """VLM-R1's ``iou``: the intersection counts only where the boxes overlap by more than one
+    unit in each direction (``min(x2) - 1 > max(x1)``), areas have no +1; 0 where the reference
+    divides by a zero union.
+
+    >>> vlm_r1_iou([0, 0, 10, 10], [5, 0, 15, 10]), vlm_r1_iou([0, 0, 10, 10], [9, 0, 19, 10])
+    (0.3333333333333333, 0.0)
+    """
+    inter_x1, inter_y1 = max(box1[0], box2[0]), max(box1[1], box2[1])
+    inter_x2, inter_y2 = min(box1[2] - 1, box2[2] - 1), min(box1[3] - 1, box2[3] - 1)
+    if inter_x1 < inter_x2 and inter_y1 < inter_y2:
+        inter = (inter_x2 - inter_x1 + 1) * (inter_y2 - inter_y1 + 1)
+    else:
+        inter = 0
+    union = (
+        (box1[2] - box1[0]) * (box1[3] - box1[1])
+        + (box2[2] - box2[0]) * (box2[3] - box2[1])
+        - inter
+    )
+    return float(inter) / union if union else 0.0
+
+
+def vlm_r1_rec(candidate: Candidate) -> Verdict:
+    """VLM-R1's REC verdict: the box of :func:`extract_bbox` (``[0, 0, 0, 0]`` without one),
+    rescaled from the model-input frame to the image's when ``candidate.box_frames`` is set
+    (``resize_bbox``), against the first gold box (``candidate.boxes[0]``, else the box in the
+    answer); score = IoU (:func:`vlm_r1_iou`, floored at 0), correct iff IoU > the threshold.
+
+    >>> gold = Candidate('<answer>{"bbox_2d": [0, 0, 10, 10]}</answer>', "", "grounding",
+    ...                  boxes=((0, 0, 10, 20),))
+    >>> vlm_r1_rec(gold)
+    Verdict(extracted='[0, 0, 10, 10]', score=0.5, correct=0)
+
+    Raises:
+        ValueError: the candidate is not grounding, or has no gold box.
+    """
+    if candidate.problem_type != "grounding":
+        raise ValueError(
+            f"item {candidate.item_id!r}: VLM-R1's REC rule has no rule for problem_type "
+            f"{candidate.problem_type!r}"
+        )
+    gold = list(candidate.boxes[0]) if candidate.boxes else parse_box(candidate.answer)
+    if gold is None:
+        raise ValueError(f"item {candidate.item_id!r}: no gold box (boxes empty, answer has none)")
+    read = extract_bbox(candidate.response)
+    box: list[float] = list(read) if read is not None else [0, 0, 0, 0]
+    if candidate.box_frames is not None:
+        input_size, image_size = candidate.box_frames
+        box = rescale_box(box, list(input_size), list(image_size))
+    iou = max(vlm_r1_iou(box, gold), 0.0)
+    extracted = json.dumps(read) if read is not None else None
+    return Verdict(extracted, iou, int(iou > candidate.iou_threshold))
