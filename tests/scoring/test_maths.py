@@ -11,6 +11,8 @@ import random
 import pytest
 from reference import mathvista_calculate_score as official
 from reference import vision_sr1_eval
+from reference import vlmevalkit_c026693a_matching as ref_2505
+from reference import vlmevalkit_e8e78f05_matching as ref_2608
 from reference import vlmevalkit_mathv as mathv
 from reference import vlmevalkit_mathvista as vk_mathvista
 from reference import vlmevalkit_olympiadbench as vk_olympiad
@@ -230,8 +232,8 @@ def test_mathvista_vlmevalkit_option_reader_by_commit(
 @pytest.mark.parametrize(
     ("matcher", "can_infer"),
     [
-        (maths.mathvista_vlmevalkit, vk_mathvista.can_infer),
-        (maths.mathvista_vlmevalkit_2608, vk_mathvista.can_infer_e8e78f05),
+        (maths.mathvista_vlmevalkit, ref_2505.can_infer),
+        (maths.mathvista_vlmevalkit_2608, ref_2608.can_infer),
     ],
 )
 def test_mathvista_vlmevalkit_agrees_with_the_reference(

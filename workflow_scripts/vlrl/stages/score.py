@@ -169,15 +169,11 @@ def score_benchmark(
             f"(it evaluates {cfg.checkpoints}; see infer.checkpoints, sft.enabled, grpo.enabled)"
         )
     bench_cfg = load_benchmark(bench)
+    chosen = {bench: protocol_name} if protocol_name else cfg.score.protocol
     try:
-        protocol = get_protocol(protocol_name or protocol_for(bench, bench_cfg, cfg.score.protocol))
+        protocol = get_protocol(protocol_for(bench, bench_cfg, chosen))
     except ConfigError as exc:
         raise StageError(f"score: {exc}") from None
-    if protocol.name not in bench_cfg.protocols:
-        raise StageError(
-            f"score: protocol {protocol.name!r} is not one benchmark {bench} supports "
-            f"({paths.benchmark_file(bench)}: protocols {bench_cfg.protocols})"
-        )
     judge = cfg.score.judge
     mode = judge_mode(
         protocol, bench, judge.mode if judge else None, judge.benchmarks if judge else {}
@@ -293,12 +289,12 @@ def rescore(
         StageError: no chosen benchmark supports the protocol, or predictions are missing.
     """
     get_protocol(protocol_name)
-    chosen = benches or list(cfg.benchmarks)
-    supported = [b for b in chosen if protocol_name in load_benchmark(b).protocols]
+    supports = {b: load_benchmark(b).protocols for b in benches or cfg.benchmarks}
+    supported = [b for b, names in supports.items() if protocol_name in names]
     if not supported:
-        listed = "; ".join(f"{b}: {load_benchmark(b).protocols}" for b in chosen)
+        listed = "; ".join(f"{b}: {names}" for b, names in supports.items())
         raise StageError(f"rescore: no benchmark supports protocol {protocol_name!r} ({listed})")
-    for bench in sorted(set(chosen) - set(supported)):
+    for bench in sorted(set(supports) - set(supported)):
         log.warning("rescore: %s does not support %s; skipped", bench, protocol_name)
     pairs = []
     for checkpoint in checkpoints or cfg.checkpoints:

@@ -43,12 +43,6 @@ def _yes_no(candidate: Candidate) -> Verdict:
     return verdict(span or None, word is not None and word in golds)
 
 
-def _numbers(candidate: Candidate) -> Verdict:
-    """Equality of value (``is_equal``): the span equals a gold, or is the same number or
-    expression (Math-Verify)."""
-    return maths.equivalent_match(candidate)
-
-
 def _matcher(
     read_choice: Callable[[Candidate], Verdict],
     mathvista: Callable[[Candidate], Verdict],
@@ -64,8 +58,8 @@ def _matcher(
             return _yes_no(candidate)
         if candidate.relaxed_tolerance is not None and kind in {"numerical", "free_form", "ocr"}:
             return relaxed(candidate)
-        if kind in {"numerical", "free_form", "ocr"}:
-            return _numbers(candidate)
+        if kind in {"numerical", "free_form", "ocr"}:  # is_equal: equality of value
+            return maths.equivalent_match(candidate)
         return vlrl_match(candidate)  # grounding: IoU ≥ the threshold
 
     return match

@@ -8,10 +8,11 @@ a paper's protocol."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from vlrl.answers import has_latex
 from vlrl.scoring import maths
-from vlrl.scoring.candidate import Candidate, Verdict, verdict
+from vlrl.scoring.candidate import Candidate, Verdict
 from vlrl.scoring.protocols.base import ScoringProtocol
 from vlrl.scoring.rules import TYPES, score_item
 
@@ -60,9 +61,8 @@ def _maths_form(candidate: Candidate) -> Verdict | None:
     golds = [gold for gold in candidate.golds if is_maths(gold)]
     if not golds:
         return None
-    extracted = maths.equivalent_match(Candidate(candidate.response, golds[0], "free_form",
-                                                 accepted=tuple(golds[1:])))  # fmt: skip
-    return verdict(extracted.extracted, True) if extracted.correct else None
+    found = maths.equivalent_match(replace(candidate, answer=golds[0], accepted=tuple(golds[1:])))
+    return found if found.correct else None
 
 
 def _frames(candidate: Candidate):
