@@ -13,7 +13,7 @@ export PYTHONHASHSEED := 0
 # again.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup run run-snakemake resume test reproduce test-fast lint format lock dvc-yaml clean
+.PHONY: setup run run-snakemake resume test reproduce smoke test-fast lint format lock dvc-yaml clean
 
 setup: $(STAMPS)/main $(STAMPS)/sft
 
@@ -58,13 +58,18 @@ test: setup
 	ruff check .
 	ruff format --check .
 	snakemake --lint
-	pytest -m "not reproduction" -n 2 --dist loadfile --timeout 3600 --durations 15
+	pytest -m "not reproduction and not smoke" -n 2 --dist loadfile --timeout 3600 --durations 15
 
 ## reproduce: the whole default from scratch in a fresh git + DVC copy: the committed dvc.lock
 ## and metrics byte for byte, SFT above base and SFT+GRPO above SFT beyond their intervals,
 ## dvc exp / plots (about 10 min; both cores)
 reproduce: setup
 	pytest -m reproduction --timeout 3600 -v tests/pipeline/test_tiny_shapes.py
+
+## smoke: every paper recipe's smoke variant (the recipe at toy scale, on a fixture of its data
+## in the released layout) run end to end on CPU in one Snakemake run (about 7 min; both cores)
+smoke: setup
+	pytest -m smoke --timeout 3600 -v tests/pipeline/test_recipe_smoke.py
 
 ## test-fast: unit tests only (no training)
 test-fast: setup

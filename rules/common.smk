@@ -164,6 +164,30 @@ def get_scores(wildcards):
     ]
 
 
+def get_data_datasets(wildcards):
+    """The downloaded datasets the experiment's records come from (data.source: datasets)."""
+    from vlrl.config.data import DATA_SPLITS
+
+    cfg = experiment(wildcards.exp)
+    names = [s.dataset for split in DATA_SPLITS for s in getattr(cfg.data, split)]
+    names = list(dict.fromkeys(names))
+    for name in names:
+        resolve.ensure("download", name)
+    return [str(paths.dataset_resource(name)) for name in names]
+
+
+def get_local_dataset(wildcards):
+    """The folder of a user-provided dataset (config key local), so that editing its files
+    reruns the download; nothing while it is missing (the DAG still builds, for `vlrl plan`, and
+    the download stage says which folder to fill)."""
+    from pathlib import Path
+
+    from vlrl.config import load_dataset
+
+    local = load_dataset(wildcards.dataset).local
+    return [local] if local is not None and Path(local).is_dir() else []
+
+
 def get_report_predictions(wildcards):
     """The predictions behind the scores: the report's sample gallery shows their answers."""
     cfg = experiment(wildcards.exp)

@@ -5,6 +5,7 @@ rule data:
     input:
         code=code("data"),
         params=stage_params("data"),
+        datasets=get_data_datasets,
     output:
         directory(paths.data_dir("{exp}")),
     log:

@@ -7,6 +7,7 @@ rule download:
     input:
         code=code("download"),
         params=stage_params("download"),
+        local=get_local_dataset,
     output:
         directory(paths.dataset_resource("{dataset}")),
     log:

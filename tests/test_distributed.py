@@ -31,7 +31,7 @@ from vlrl.errors import StageError
 from vlrl.workflow.dag import dag_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPE = "qwen2.5_vl_3b_vlm_r1_rec"
+RECIPE = "vlm_r1_rec"
 TARGET = ["-m", "vlrl.stages.grpo", "exp", "config.json", "out", ""]
 CLI = "/env/bin/llamafactory-cli"
 RDZV = Rendezvous("gpu-node-07", 31234, "401234")

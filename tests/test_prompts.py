@@ -15,13 +15,16 @@ FORMAT_REWARD = {
     "think_answer": "common.format",
     "rec_json": "vlm_r1.rec_format",
     "od_json": "vlm_r1.format",
+    "rec_baseline": "vlm_r1.rec_baseline_format",
     "see_think_boxed": "vision_sr1.format",
+    "think_boxed": "vision_sr1.format_cot",
     "caption_bbox_answer": "satori.format",
+    "caption_bbox_think_answer": "satori.format_think",
     "sophiavl_think": "sophiavl.format",
 }
 """Each format's format reward; every one scores 0.0 or 1.0."""
 
-WITH_SYSTEM = {"caption_bbox_answer", "sophiavl_think"}
+WITH_SYSTEM = {"caption_bbox_answer", "caption_bbox_think_answer", "sophiavl_think"}
 
 # (reasoning, answer, description, boxes, why)
 TARGET_CASES = [
@@ -83,6 +86,16 @@ PROMPT_CASES = [
      "How many cubes? " + prompts.SEE_THINK_SUFFIX, "jinja `{{ content | trim }} ` + suffix"),
     ("caption_bbox_answer", "What is red?", "free_form", "What is red?",
      "SATORI-R1: the user turn is the plain question"),
+    ("rec_baseline", "the dog on the left", "grounding",
+     "the dog on the left Please provide the bounding box coordinate in JSON format.",
+     "VLM-R1 test_rec_baseline.py QUESTION_TEMPLATE"),
+    ("think_boxed", "  How many cubes?\n", "numerical",
+     "How many cubes? You FIRST think about the reasoning process as an internal monologue and "
+     "then provide the final answer. The reasoning process MUST BE enclosed within <think> "
+     "</think> tags. The final answer MUST BE put in \\boxed{}.",
+     "Vision-SR1 cot_format.jinja: `{{ content | trim }} ` + suffix"),
+    ("caption_bbox_think_answer", "What is red?", "free_form", "What is red?",
+     "SATORI with thinking: the user turn is the plain question"),
     ("sophiavl_think", "How many?", "numerical",
      prompts.SOPHIAVL_QUESTION_TEMPLATE.format(Question="How many?")
      + " Please provide the numerical value (e.g., 42 or 3.14) within the <answer> </answer> tags.",
@@ -111,6 +124,13 @@ LITERAL_CASES = [
      "prompt.txt step 1"),
     ("caption_bbox_answer", "system", "the final answer to the question inside <answer> </answer> "
      "tags.", "prompt.txt step 3"),
+    ("caption_bbox_think_answer", "system", "Enclose these coordinates in <bbox>[[x1,y1,x2,y2], "
+     "...]</bbox>. Then, think step by step", "vlrl's think step follows prompt.txt's bbox step"),
+    ("caption_bbox_think_answer", "system", "Provide the thinking process inside <think> </think>. "
+     "Finally, provide the final answer to the question inside <answer> </answer> tags.",
+     "vlrl's think step precedes prompt.txt's answer step"),
+    ("think_boxed", "prompt", "The reasoning process MUST BE enclosed within <think> </think> "
+     "tags.", "cot_format.jinja"),
     ("sophiavl_think", "system", "enclosed within <think> </think> tagsdd.",
      "run_train.sh: the typo 'tagsdd' is kept"),
     ("sophiavl_think", "system", "If you use formula, please use LaTeX format.",
@@ -276,6 +296,17 @@ SFT_TARGET_CASES = [
      '<think>I see two shapes.</think><answer>{"bbox_2d": [5, 5, 25, 25]}</answer>',
      "REC: the first box as VLM-R1's JSON"),
     ("sophiavl_think", {}, "<think>I see two shapes.</think><answer>2</answer>", "think/answer"),
+    ("think_boxed", {}, "<think>I see two shapes.</think>\\boxed{2}",
+     "regular Vision-R1: think → box, no description"),
+    ("rec_baseline", {"boxes": [[5.0, 5.0, 25.0, 25.0]], "answer": "[5, 5, 25, 25]",
+                      "problem_type": "grounding"},
+     '{"bbox_2d": [5, 5, 25, 25]}', "REC SFT baseline: the JSON box alone, no reasoning"),
+    ("caption_bbox_think_answer", {"boxes": [[5.0, 5.0, 25.0, 25.0]]},
+     "<caption>a red circle and a blue square</caption><bbox>[[5, 5, 25, 25]]</bbox>"
+     "<think>I see two shapes.</think><answer>2</answer>", "SATORI with thinking"),
+    ("caption_bbox_think_answer", {},
+     "<caption>a red circle and a blue square</caption><bbox>[[0, 0, 112, 96]]</bbox>"
+     "<think>I see two shapes.</think><answer>2</answer>", "no boxes: the whole image"),
 ]  # fmt: skip
 
 
@@ -287,3 +318,74 @@ def test_sft_target(name: str, update: dict, expected: str, why: str) -> None:
 def test_sft_target_without_boxes_or_size_is_named() -> None:
     with pytest.raises(DataError, match="r1"):
         sft_target(_record(image_sizes=[]), PROMPTS["caption_bbox_answer"])
+
+
+# --- the formats of the baselines and of SATORI with thinking ------------------------------------
+
+
+def test_new_formats_reexported_by_their_reward_modules() -> None:
+    assert vision_sr1.THINK_BOXED_SUFFIX is prompts.THINK_BOXED_SUFFIX
+    assert vision_sr1.THINK_BOXED_TEMPLATE is prompts.THINK_BOXED_TEMPLATE
+    assert vision_sr1.THINK_BOXED_PATTERN is prompts.THINK_BOXED_PATTERN
+    assert satori.SATORI_FORMAT_THINK_PATTERN is prompts.SATORI_FORMAT_THINK_PATTERN
+    assert satori.CAPTION_BBOX_THINK_ANSWER_PATTERN is prompts.CAPTION_BBOX_THINK_ANSWER_PATTERN
+    assert (
+        satori.CAPTION_BBOX_THINK_ANSWER_SYSTEM_PROMPT
+        is prompts.CAPTION_BBOX_THINK_ANSWER_SYSTEM_PROMPT
+    )
+    assert PROMPTS["caption_bbox_think_answer"].system == (
+        prompts.CAPTION_BBOX_THINK_ANSWER_SYSTEM_PROMPT
+    )
+
+
+def test_the_tokenizer_corpus_is_fixed() -> None:
+    """New formats do not retrain the tiny tokenizer (which would change the default's model
+    and every number of `make run`); they are tokenized byte-level all the same
+    (tests/models/test_tiny.py)."""
+    from vlrl.stages.base_model import CORPUS_FORMATS, instruction_texts
+
+    assert CORPUS_FORMATS == (
+        "think_answer",
+        "rec_json",
+        "od_json",
+        "see_think_boxed",
+        "caption_bbox_answer",
+        "sophiavl_think",
+    )
+    assert not set(PROMPTS["think_boxed"].instruction_texts()) <= set(instruction_texts())
+
+
+@pytest.mark.parametrize("name", sorted(PROMPTS))
+def test_every_format_round_trips_through_the_tiny_tokenizer(name: str, tiny_processor) -> None:
+    fmt = PROMPTS[name]
+    for text in fmt.instruction_texts():
+        ids = tiny_processor.tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert tiny_processor.tokenizer.decode(ids) == text, name
+
+
+# (format, response, well-formed, why)
+SHAPE_CASES = [
+    ("rec_baseline", '{"bbox_2d": [1, 2, 3, 4]}', True, "the JSON box"),
+    ("rec_baseline", ' ```json\n{"bbox_2d": [1.5, -2, 3, 4], "label": "dog"}\n``` ', False,
+     "a fenced answer is not the bare object"),
+    ("rec_baseline", '{"bbox_2d": [1.5, -2, 3, 4], "label": "dog"}', True, "floats, a label"),
+    ("rec_baseline", '{"bbox_2d": [1, 2, 3]}', False, "three numbers"),
+    ("rec_baseline", "[1, 2, 3, 4]", False, "a list, not an object"),
+    ("rec_baseline", '<think>t</think><answer>{"bbox_2d": [1, 2, 3, 4]}</answer>', False,
+     "the RL layout: no thinking in the baseline"),
+    ("think_boxed", "<think>t</think>\\boxed{2}", True, "think → box"),
+    ("think_boxed", "<description>d</description><think>t</think>\\boxed{2}", False,
+     "the see-think layout"),
+    ("think_boxed", "<think>t</think><answer>2</answer>", False, "answer tags"),
+    ("caption_bbox_think_answer",
+     "<caption>c</caption><bbox>[[1,2,3,4]]</bbox><think>t</think><answer>a</answer>", True,
+     "caption → bbox → think → answer"),
+    ("caption_bbox_think_answer", "<caption>c</caption><bbox>[[1,2,3,4]]</bbox><answer>a</answer>",
+     False, "the released layout, without thinking"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "response", "expected", "why"), SHAPE_CASES)
+def test_new_format_shapes(name: str, response: str, expected: bool, why: str) -> None:
+    assert PROMPTS[name].is_well_formed(response) is expected, why
+    assert REGISTRY[FORMAT_REWARD[name]]([response]) == [float(expected)], why

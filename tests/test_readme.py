@@ -26,6 +26,7 @@ EXPENSIVE = (
     "make run",
     "make test",
     "make reproduce",
+    "make smoke",
     "make run-snakemake",
     "make resume",
     "make setup",
@@ -34,6 +35,7 @@ EXPENSIVE = (
     "dvc repro",
     "dvc exp run",
     "vlrl rescore",  # reads the predictions `make run` writes: tests/stages/test_score.py
+    "vlrl pin",  # asks the hub (tests/workflow/test_pin.py, against a local stand-in)
     "snakemake --profile",
     "snakemake --cores",
     "snakemake --touch",

@@ -42,6 +42,8 @@ COLUMNS: dict[str, list[dict]] = {
         for name in ("common.accuracy", "common.correct")
     },
     "vlm_r1.format": [{}],
+    "vlm_r1.rec_baseline_format": [{}],
+    "vlm_r1.math": [{"answer": a} for a in ("3", "\\frac{1}{2}")],
     "vlm_r1.rec_format": [{}],
     **{
         name: [
@@ -59,6 +61,7 @@ COLUMNS: dict[str, list[dict]] = {
     "vlm_r1.repetition": [{}],
     "vlm_r1.cosine": [{}],
     "vision_sr1.format": [{}],
+    "vision_sr1.format_cot": [{}],
     "vision_sr1.accuracy": [{"answer": "3"}, {"answer": "\\frac{1}{2}"}],
     # The second-pass text is the generated text too (see _call).
     "vision_sr1.visual": [{"answer": "3"}],
@@ -66,6 +69,7 @@ COLUMNS: dict[str, list[dict]] = {
     "sophiavl.format": [{}],
     "sophiavl.outcome": [{"answer": a, "problem_type": t} for t, a in SOPHIAVL_ROWS],
     "satori.format": [{}],
+    "satori.format_think": [{}],
     "satori.bbox_iou": [{"boxes": [GT_BOX], "image_sizes": [[640, 480]]}],
     "satori.vqa": [{"possible_answers": ["2", "two"]}, {"answer": "two"}],
     "satori.caption": [{"caption": "a cat on a mat"}],

@@ -297,7 +297,13 @@ def test_system_prompt_example_earns_full_format() -> None:
 
 
 def test_registry_names() -> None:
-    assert set(REWARDS) == {"satori.format", "satori.bbox_iou", "satori.vqa", "satori.caption"}
+    assert set(REWARDS) == {
+        "satori.format",
+        "satori.format_think",
+        "satori.bbox_iou",
+        "satori.vqa",
+        "satori.caption",
+    }
     assert all(REGISTRY[name] is fn for name, fn in REWARDS.items())
 
 

@@ -185,6 +185,7 @@ def test_prompt_example_output_earns_full_format() -> None:
 def test_registry_names() -> None:
     assert set(REWARDS) == {
         "vision_sr1.format",
+        "vision_sr1.format_cot",
         "vision_sr1.accuracy",
         "vision_sr1.visual",
         "vision_sr1.total",

@@ -443,7 +443,8 @@ def test_iou_matches_plain_iou_away_from_one_pixel() -> None:
 EXPECTED_NAMES = {
     "vlm_r1.format", "vlm_r1.rec_format", "vlm_r1.rec_iou", "vlm_r1.rec_iou_binary",
     "vlm_r1.accuracy", "vlm_r1.odlength", "vlm_r1.ap", "vlm_r1.ap50", "vlm_r1.weighted_sum",
-    "vlm_r1.repetition", "vlm_r1.cosine", "vlm_r1.cosine_intended",
+    "vlm_r1.repetition", "vlm_r1.cosine", "vlm_r1.cosine_intended", "vlm_r1.math",
+    "vlm_r1.rec_baseline_format",
 }  # fmt: skip
 RANGES = {"vlm_r1.repetition": (-1.0, 0.0), "vlm_r1.cosine": (0.5, 1.0)}
 RANGES["vlm_r1.cosine_intended"] = (-0.5, 1.0)

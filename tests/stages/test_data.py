@@ -111,11 +111,77 @@ def test_a_failed_rerun_keeps_the_previous_complete_output(project, monkeypatch)
     assert not _leftovers(project)
 
 
-def test_hub_source_is_refused_clearly(project):
-    cfg = _cfg(["data.source=hub", "data.hub={repo_id: a/b, revision: v1, converter: vlm_r1}"])
-    with pytest.raises(StageError, match=r"data\.source 'hub'.*not implemented"):
+def _converted(project: Path, shapes_data: Path, name: str) -> Path:
+    """A downloaded dataset as its format leaves it: records/<split>.jsonl and their images."""
+    import shutil
+
+    records = project / paths.dataset_resource(name) / "records"
+    shutil.copytree(shapes_data, records)
+    return records
+
+
+DATASETS = [
+    "data.source=datasets",
+    "data.train=[{dataset: fx, split: train, max_samples: 12}, {dataset: fy, split: train}]",
+    "data.sft_train=[{dataset: fy, split: val}]",
+    "data.test=[{dataset: fx, split: test}]",
+]
+
+
+def test_datasets_source_reads_converted_records(project, shapes_data):
+    _converted(project, shapes_data, "fx")
+    _converted(project, shapes_data, "fy")
+    stage.run(EXP, _cfg(DATASETS))
+    out = project / paths.data_dir(EXP)
+    train = stage.load_records(out / "train.jsonl")
+    # 12 of fx's 40 drawn with the seed, then all 40 of fy's; ids name their dataset.
+    assert len(train) == 52
+    assert sum(r.id.startswith("fx/train/") for r in train) == 12
+    assert len({r.id for r in train}) == 52
+    # Pictures stay in the datasets: the paths lead there from the data directory.
+    assert all(p.startswith("../../../resources/datasets/") for r in train for p in r.images)
+    assert len(stage.load_records(out / "sft_train.jsonl")) == 5
+    assert len(stage.load_records(out / "test.jsonl")) == 20
+    assert stage.load_records(out / "val.jsonl") == []
+    report = json.loads((out / "report.json").read_text())
+    assert report["source"] == "datasets"
+    assert report["splits"]["train"]["sources"][0] == {
+        "dataset": "fx",
+        "split": "train",
+        "max_samples": 12,
+    }
+    again = _cfg(DATASETS)
+    stage.run(EXP, again)
+    assert [r.id for r in stage.load_records(out / "train.jsonl")] == [r.id for r in train]
+
+
+def test_datasets_source_names_a_missing_split(project, shapes_data):
+    _converted(project, shapes_data, "fx")
+    cfg = _cfg(["data.source=datasets", "data.train=[{dataset: fx, split: trian}]"])
+    with pytest.raises(StageError, match=r"no converted split 'trian'.*\['test', 'train', 'val'\]"):
         stage.run(EXP, cfg)
     assert not (project / paths.data_dir(EXP)).exists()
+
+
+def test_datasets_source_names_every_bad_row(project, shapes_data):
+    records = _converted(project, shapes_data, "fx")
+    rows = (records / "train.jsonl").read_text().splitlines()
+    bad = json.loads(rows[3]) | {"answer": ""}
+    (records / "train.jsonl").write_text("\n".join([*rows[:3], json.dumps(bad), *rows[4:]]) + "\n")
+    cfg = _cfg(["data.source=datasets", "data.train=[{dataset: fx, split: train}]"])
+    with pytest.raises(StageError, match=r"train.jsonl:4"):
+        stage.run(EXP, cfg)
+
+
+def test_split_lists_need_the_datasets_source(project):
+    from vlrl.config import ConfigProblems
+
+    with pytest.raises(
+        ConfigProblems, match=r"data.train: is read only with data.source: datasets"
+    ):
+        _cfg(["data.train=[{dataset: fx, split: train}]"])
+    with pytest.raises(ConfigProblems, match=r"data.train: data.source is datasets: list"):
+        _cfg(["data.source=datasets"])
 
 
 # ------------------------------------------------------------------------------ load_records

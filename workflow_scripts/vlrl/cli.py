@@ -234,6 +234,44 @@ def protocols(
     _run(rescoring.show_protocols, bench)
 
 
+@app.command()
+def show(
+    exp: Exp,
+    set_: Overrides = None,
+    only_set: Annotated[
+        bool, typer.Option("--only-set", help="Leave out the keys at the schema's default.")
+    ] = False,
+) -> None:
+    """Print the experiment's resolved config, each value with where it comes from: the file and
+    line that set it (and the source cited there), a --set, a derivation or the default."""
+    from vlrl.workflow import show as wf
+
+    _run(lambda: print(wf.render(exp, set_, only_set)))
+
+
+@app.command()
+def plan(exp: Exp) -> None:
+    """Before anything runs: the stages that would run (Snakemake's dry run), the downloads and
+    their sizes, the disk, the servers, and a GPU-hours and memory estimate with its
+    assumptions, next to what the paper reports."""
+    from vlrl.workflow import plan as wf
+
+    _run(lambda: print(wf.render(wf.make_plan(exp))))
+
+
+@app.command()
+def pin(
+    name: Annotated[
+        str, typer.Argument(help="An unpinned dataset or model (config/datasets/, config/models/).")
+    ],
+) -> None:
+    """Resolve an unpinned hub revision once, online (HF_HUB_OFFLINE=0), and write it into the
+    config file: every later run downloads exactly that commit."""
+    from vlrl.workflow import pin as wf
+
+    _run(lambda: print(f"{(p := wf.pin(name)).file}: {p.repo_id} pinned at {p.revision}"))
+
+
 @app.command("check")
 def check() -> None:
     """Validate params.yaml and every experiment, model and benchmark file; list every problem

@@ -245,3 +245,45 @@ def download_dataset(
     (out_dir / DATASET_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     log.info("%s@%s (commit %s): %d files in %s", repo_id, revision, commit, len(files), out_dir)
     return manifest
+
+
+def copy_local_dataset(source: Path, out_dir: Path, allow_patterns: list[str] | None) -> dict:
+    """Copy the user-provided files under ``source`` (those ``allow_patterns`` selects, every
+    file when None) into ``out_dir`` with the same checksum manifest as a hub download.
+
+    Raises:
+        StageError: naming ``source`` when it is not a folder or holds no selected file.
+    """
+    import fnmatch
+
+    source = Path(source)
+    if not source.is_dir():
+        raise StageError(
+            f"{source}: no such folder; this dataset is user-provided (config key local): put "
+            "its files there in the format its config describes"
+        )
+    names = sorted(
+        p.relative_to(source).as_posix()
+        for p in source.rglob("*")
+        if p.is_file()
+        and (
+            allow_patterns is None
+            or any(fnmatch.fnmatch(p.relative_to(source).as_posix(), pat) for pat in allow_patterns)
+        )
+    )
+    if not names:
+        raise StageError(f"{source}: no file matches {allow_patterns}")
+    out_dir = Path(out_dir)
+    for name in names:
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / name, out_dir / name)
+    manifest = {
+        "local": str(source),
+        "allow_patterns": allow_patterns,
+        "files": {
+            name: {"size": (out_dir / name).stat().st_size, "sha256": sha256_file(out_dir / name)}
+            for name in names
+        },
+    }
+    (out_dir / DATASET_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest

@@ -7,10 +7,15 @@ asserts that :meth:`PromptFormat.render_target` earns it in full):
 - ``rec_json``: VLM-R1 REC; ``vlm_r1.rec_format``. The target's answer is the first box as
   ``{"bbox_2d": [x1, y1, x2, y2]}``.
 - ``od_json``: VLM-R1 odLength ("enhanced prompt" before the question); ``vlm_r1.format``.
+- ``rec_baseline``: VLM-R1's REC SFT baseline (``test_rec_baseline.py``); the target is the JSON
+  box alone, no thinking; ``vlm_r1.rec_baseline_format`` (vlrl's check: SFT has no format reward).
 - ``see_think_boxed``: Vision-SR1, description → think → ``\boxed{}``; ``vision_sr1.format``.
+- ``think_boxed``: Vision-SR1's regular Vision-R1 baseline, think → ``\boxed{}``; ``format_cot``.
 - ``caption_bbox_answer``: SATORI-R1, a system prompt and the plain question; caption → bbox →
   answer, no thinking part (the target uses ``reasoning`` only as the caption's fallback);
   ``satori.format``.
+- ``caption_bbox_think_answer``: SATORI with a thinking stage (paper v2 Fig. 3); prompt and format
+  reward unreleased, so vlrl's construction from the released ones; ``satori.format_think``.
 - ``sophiavl_think``: SophiaVL-R1, a system prompt, the question template and a per-type suffix
   (SophiaVL's five types, under their SophiaVL or vlrl names; ``yes_no``, ``grounding`` and
   ``detection`` get no suffix, where the released loader raises KeyError); ``sophiavl.format``.
@@ -63,6 +68,14 @@ VLM_R1_OD_TEMPLATE = (
 """``qwen_module.py`` ``get_question_template('odLength')``: the "enhanced prompt", before the
 question."""
 
+VLM_R1_REC_BASELINE_TEMPLATE = (
+    "{Question} Please provide the bounding box coordinate in JSON format."
+)
+"""``src/eval/test_rec_baseline.py`` ``QUESTION_TEMPLATE`` (the script for SFT models)."""
+
+REC_BASELINE_PATTERN = r"\{.*\[\s*-?\d*\.?\d+\s*(?:,\s*-?\d*\.?\d+\s*){3}\].*\}"
+"""vlrl's: a JSON object holding 4 numbers as ``extract_bbox_answer`` reads them (fullmatch)."""
+
 # --- Vision-SR1 (zli12321/Vision-SR1 @ 4480e08, train_examples/) -------------------------------
 
 SEE_THINK_SUFFIX = (
@@ -85,6 +98,19 @@ SEE_THINK_TEMPLATE = "{Question} " + SEE_THINK_SUFFIX.replace("{", "{{").replace
 SEE_THINK_PATTERN = r"^\s*<description>.*?</description>\s*<think>.*?</think>\s*\\boxed\{.*?\}\s*$"
 """``format_reward`` of reward_function/see_think_selfReward.py (``re.fullmatch``, DOTALL)."""
 
+THINK_BOXED_SUFFIX = (
+    "You FIRST think about the reasoning process as an internal monologue and then provide the "
+    "final answer. The reasoning process MUST BE enclosed within <think> </think> tags. The final "
+    "answer MUST BE put in \\boxed{}."
+)
+"""``cot_format.jinja`` after ``{{ content | trim }} `` (``cot_config.yaml`` format_prompt)."""
+
+THINK_BOXED_TEMPLATE = "{Question} " + THINK_BOXED_SUFFIX.replace("{", "{{").replace("}", "}}")
+"""``str.format`` template of ``think_boxed``; the question must be stripped (``| trim``)."""
+
+THINK_BOXED_PATTERN = r"<think>.*?</think>\s*\\boxed\{.*?\}\s*$"
+r"""``format_reward`` of reward_function/cot_val.py (``re.fullmatch``, DOTALL; no ``^\s*``)."""
+
 # --- SATORI-R1 (justairr/SATORI-R1 @ 8857b30: prompt.txt, plugin.py) ---------------------------
 
 CAPTION_BBOX_ANSWER_SYSTEM_PROMPT = (
@@ -106,6 +132,31 @@ CAPTION_BBOX_ANSWER_PATTERN = (
     r"\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<answer>.*?</answer>\s*(?:\n.*)?"
 )
 """The same language as :data:`SATORI_FORMAT_PATTERN`, as a ``re.fullmatch`` (DOTALL) pattern."""
+
+SATORI_THINK_STEP = (
+    "Then, think step by step about the question based on the caption and these regions. "
+    "Provide the thinking process inside <think> </think>."
+)
+"""vlrl's construction, not released: the think step, in ``prompt.txt``'s wording, after SATORI-R1
+paper v2 Fig. 3 (caption → bbox → think → answer; ``docs/index.html``: "Glance-Focus-Think")."""
+
+CAPTION_BBOX_THINK_ANSWER_SYSTEM_PROMPT = CAPTION_BBOX_ANSWER_SYSTEM_PROMPT.replace(
+    " Finally,", f" {SATORI_THINK_STEP} Finally,"
+)
+"""``prompt.txt`` with :data:`SATORI_THINK_STEP` before its last step ("Finally, …")."""
+
+SATORI_FORMAT_THINK_PATTERN = (
+    r"^\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<think>.*?</think>\s*"
+    r"<answer>.*?</answer>\s*$"
+)
+r"""vlrl's construction, not released: :data:`SATORI_FORMAT_PATTERN` with ``\s*<think>.*?</think>``
+inserted after ``</bbox>`` (before the ``\s*<answer>``); ``re.match``, DOTALL | MULTILINE."""
+
+CAPTION_BBOX_THINK_ANSWER_PATTERN = (
+    r"\s*<caption>.*?</caption>\s*<bbox>\s*\[\[.*?\]\]\s*</bbox>\s*<think>.*?</think>\s*"
+    r"<answer>.*?</answer>\s*(?:\n.*)?"
+)
+"""The language of :data:`SATORI_FORMAT_THINK_PATTERN` as a ``re.fullmatch`` (DOTALL) pattern."""
 
 # --- SophiaVL-R1 (kxfan2002/SophiaVL-R1 @ a818494) ---------------------------------------------
 
@@ -245,6 +296,10 @@ class PromptFormat:
         '<description>two circles</description><think>so 2</think>\\boxed{2}'
         >>> PROMPTS["caption_bbox_answer"].render_target("two circles", "2", boxes=[[0, 0, 9.6, 8]])
         '<caption>two circles</caption><bbox>[[0, 0, 10, 8]]</bbox><answer>2</answer>'
+        >>> PROMPTS["think_boxed"].render_target("so 2", "2")
+        '<think>so 2</think>\\boxed{2}'
+        >>> PROMPTS["rec_baseline"].render_target("r", "[1, 2, 3, 4]", boxes=[[1, 2, 3, 4.4]])
+        '{"bbox_2d": [1, 2, 3, 4]}'
         """
         if "boxes" in self.target_fields and not boxes:
             raise ValueError(f"prompt format {self.name!r}: its target lists boxes; none given")
@@ -303,6 +358,14 @@ PROMPTS: dict[str, PromptFormat] = {
             "grpo_jsonl.py format_reward",
         ),
         PromptFormat(
+            name="rec_baseline",
+            template=VLM_R1_REC_BASELINE_TEMPLATE,
+            target="{bbox_json}",
+            pattern=REC_BASELINE_PATTERN,
+            source="om-ai-lab/VLM-R1 @ 90052f4: src/eval/test_rec_baseline.py QUESTION_TEMPLATE "
+            "(the SFT baseline: the JSON box alone, no thinking)",
+        ),
+        PromptFormat(
             name="see_think_boxed",
             template=SEE_THINK_TEMPLATE,
             target="<description>{description}</description><think>{reasoning}</think>"
@@ -313,6 +376,15 @@ PROMPTS: dict[str, PromptFormat] = {
             strip_question=True,
         ),
         PromptFormat(
+            name="think_boxed",
+            template=THINK_BOXED_TEMPLATE,
+            target="<think>{reasoning}</think>\\boxed{{{answer}}}",
+            pattern=THINK_BOXED_PATTERN,
+            source="zli12321/Vision-SR1 @ 4480e08: cot_format.jinja + cot_val.py format_reward "
+            "(the regular Vision-R1 baseline, cot_config.yaml)",
+            strip_question=True,
+        ),
+        PromptFormat(
             name="caption_bbox_answer",
             template="{Question}",
             target="<caption>{description}</caption><bbox>{boxes}</bbox><answer>{answer}</answer>",
@@ -320,6 +392,17 @@ PROMPTS: dict[str, PromptFormat] = {
             source="justairr/SATORI-R1 @ 8857b30: prompt.txt (--system) + plugin.py "
             "external_format",
             system=CAPTION_BBOX_ANSWER_SYSTEM_PROMPT,
+        ),
+        PromptFormat(
+            name="caption_bbox_think_answer",
+            template="{Question}",
+            target="<caption>{description}</caption><bbox>{boxes}</bbox><think>{reasoning}</think>"
+            "<answer>{answer}</answer>",
+            pattern=CAPTION_BBOX_THINK_ANSWER_PATTERN,
+            source="justairr/SATORI-R1 @ 8857b30: prompt.txt + plugin.py external_format, each "
+            "with a think step before the answer: vlrl's construction after SATORI-R1 paper v2 "
+            "Fig. 3; not released",
+            system=CAPTION_BBOX_THINK_ANSWER_SYSTEM_PROMPT,
         ),
         PromptFormat(
             name="sophiavl_think",

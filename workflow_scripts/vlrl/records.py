@@ -47,6 +47,12 @@ class Record(BaseModel):
     data_source: str
     task: str | None = Field(None, description="Finer task label for per-task reporting.")
     reasoning: str | None = Field(None, description="A worked solution: the SFT <think> target.")
+    response: str | None = Field(
+        None,
+        description="The source's own assistant turn, verbatim (cold-start SFT data such as "
+        "Vision-SR1-Cold-9K): SFT trains on it as it is, with ``problem`` as the verbatim user "
+        "turn; the prompt format is not applied to either.",
+    )
     groups: dict[str, str] = Field(
         default_factory=dict,
         description="Cluster ids for group metrics and clustered intervals, e.g. "
@@ -60,8 +66,9 @@ class Record(BaseModel):
         for key in ("groups", "accepted"):
             if not getattr(self, key):
                 data.pop(key, None)
-        if self.precision is None:
-            data.pop("precision", None)
+        for key in ("precision", "response"):
+            if getattr(self, key) is None:
+                data.pop(key, None)
         return data
 
 

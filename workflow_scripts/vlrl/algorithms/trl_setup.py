@@ -65,6 +65,8 @@ def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
             "images": [str(data_dir / p) for p in r.images],
             "problem": r.problem,
             "answer": r.answer,
+            # Every accepted answer (SATORI's VQA reward: exact membership in possible_answers).
+            "possible_answers": [r.answer, *r.accepted],
             "problem_type": r.problem_type,
             "boxes": r.boxes,
             "options": r.options,
@@ -79,35 +81,42 @@ def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
     return dataset.cast_column("images", datasets.Sequence(datasets.Image()))
 
 
-def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int):
-    """TRL GRPOConfig from the experiment's grpo section (TRL 1.16 option names)."""
+def trl_kwargs(cfg: GRPOConfig, output_dir: Path, seed: int) -> dict[str, Any]:
+    """The TRL GRPOConfig options vlrl sets from the experiment's grpo section (TRL 1.16 option
+    names), ``grpo.extra`` not included."""
     import torch
-    from trl import GRPOConfig as TRLGRPOConfig
 
     gpu = torch.cuda.is_available()
-    extra: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {}
     if cfg.use_vllm:
-        extra |= {
+        kwargs |= {
             "use_vllm": True,
             "vllm_mode": cfg.vllm_mode,
             "vllm_gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
             "vllm_tensor_parallel_size": cfg.vllm_tensor_parallel_size,
         }
     if cfg.deepspeed:
-        extra["deepspeed"] = str(paths.deepspeed_file(cfg.deepspeed))
-    return TRLGRPOConfig(
+        kwargs["deepspeed"] = str(paths.deepspeed_file(cfg.deepspeed))
+    return kwargs | dict(
         output_dir=str(output_dir),
         seed=seed,
         data_seed=seed,
         max_steps=cfg.max_steps,
         learning_rate=cfg.learning_rate,
-        lr_scheduler_type="constant",
+        lr_scheduler_type=cfg.lr_scheduler_type,
+        # transformers 5: a float in [0, 1) is a fraction of the steps.
+        warmup_steps=cfg.warmup_ratio,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.max_grad_norm,
+        steps_per_generation=cfg.steps_per_generation,
+        entropy_coef=cfg.entropy_coef,
         per_device_train_batch_size=cfg.per_device_train_batch_size,
         gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         num_generations=cfg.num_generations,
         max_completion_length=cfg.max_completion_length,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
+        top_k=cfg.top_k,
         beta=cfg.beta,
         epsilon=cfg.epsilon,
         epsilon_high=cfg.epsilon_high,
@@ -126,8 +135,44 @@ def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int):
         dataloader_num_workers=0,
         remove_unused_columns=False,
         disable_tqdm=False,
-        **extra,
     )
+
+
+#: Options vlrl sets for its own runs, not from the grpo section: ``grpo.extra`` may change them
+#: (e.g. ``report_to: wandb``).
+OVERRIDABLE = frozenset(
+    {"report_to", "bf16", "use_cpu", "dataloader_num_workers", "disable_tqdm", "save_steps"}
+)
+
+
+def extra_problems(cfg: GRPOConfig) -> list[tuple[str, str]]:
+    """``(key, why)`` for each ``grpo.extra`` option that TRL's GRPOConfig does not have or
+    that vlrl sets itself from a modelled key (two declarations of one fact)."""
+    import dataclasses
+
+    from trl import GRPOConfig as TRLGRPOConfig
+
+    options = {f.name for f in dataclasses.fields(TRLGRPOConfig)}
+    modelled = set(trl_kwargs(cfg.model_copy(update={"use_vllm": True}), Path("."), 0))
+    problems = []
+    for key in cfg.extra:
+        if key not in options:
+            problems.append((f"extra.{key}", "is not an option of TRL's GRPOConfig"))
+        elif key not in OVERRIDABLE and (key in modelled or key in {"use_vllm", "deepspeed"}):
+            problems.append(
+                (f"extra.{key}", "vlrl sets it from the grpo section; set the grpo key instead")
+            )
+    return problems
+
+
+def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int):
+    """TRL GRPOConfig from the experiment's grpo section and its checked ``extra`` options."""
+    from trl import GRPOConfig as TRLGRPOConfig
+
+    problems = extra_problems(cfg)
+    if problems:
+        raise StageError("; ".join(f"grpo.{key}: {why}" for key, why in problems))
+    return TRLGRPOConfig(**(trl_kwargs(cfg, output_dir, seed) | cfg.extra))
 
 
 def check_backends(cfg: GRPOConfig) -> None:

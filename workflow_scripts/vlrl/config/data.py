@@ -26,33 +26,59 @@ class ShapesConfig(Section):
     n_test: int = Field(400, ge=1)
 
 
-class HubDatasetConfig(Section):
-    """A dataset downloaded from the Hugging Face hub at a pinned revision."""
+class DataSource(Section):
+    """Records of a downloaded dataset: ``records/<split>.jsonl`` of
+    ``config/datasets/<dataset>.yaml`` once its format converted it (the download stage)."""
 
-    repo_id: str
-    revision: str = Field(description="Commit sha or tag; never a moving branch.")
-    converter: str = Field(description="Name of the converter to canonical records.")
-    allow_patterns: list[str] | None = None
+    dataset: str = Field(description="A dataset name from config/datasets/ (with a format).")
+    split: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="Which of its converted record files: records/<split>.jsonl.",
+    )
+    max_samples: int | None = Field(
+        None,
+        ge=1,
+        description="Keep at most this many records, drawn with the experiment's seed (None: all).",
+    )
+
+
+DATA_SPLITS = ("train", "sft_train", "val", "test")
+"""What the data stage writes from downloaded datasets: GRPO's train (SFT's too unless
+sft_train is set), SFT's own cold-start records, and the held-out splits."""
 
 
 class DataConfig(Section):
-    source: Literal["shapes", "hub"] = "shapes"
+    source: Literal["shapes", "datasets"] = Field(
+        "shapes",
+        description="shapes: generate the synthetic world. datasets: the records of downloaded "
+        "datasets (config/datasets/, converted by their format), listed per split.",
+    )
     shapes: ShapesConfig = Field(default_factory=ShapesConfig)
-    hub: HubDatasetConfig | None = None
+    train: list[DataSource] = Field(
+        default_factory=list, description="GRPO's records (and SFT's unless sft_train is set)."
+    )
+    sft_train: list[DataSource] = Field(
+        default_factory=list,
+        description="The SFT stage's own records (a cold-start set); empty: SFT trains on train.",
+    )
+    val: list[DataSource] = Field(default_factory=list)
+    test: list[DataSource] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _hub_needs_settings(self) -> DataConfig:
-        if self.source == "hub" and self.hub is None:
-            raise KeyProblems(
-                (
-                    "hub",
-                    "data.source is 'hub' but data.hub (repo_id, revision, converter) is missing",
-                )
-            )
+    def _sources_agree(self) -> DataConfig:
+        problems = []
+        listed = [split for split in DATA_SPLITS if getattr(self, split)]
+        if self.source == "datasets" and not self.train:
+            problems.append(("train", "data.source is datasets: list the train records"))
+        if self.source == "shapes" and listed:
+            problems += [
+                (split, "is read only with data.source: datasets; shapes generates its splits")
+                for split in listed
+            ]
         # Checked here, not on ShapesConfig: the generator takes a bare ShapesConfig and reports
         # these itself (tests/data/test_shapes.py builds such worlds).
         shapes = self.shapes
-        problems = [
+        problems += [
             (f"shapes.{key}", why)
             for key, why in order_problems(shapes, "min_shapes", "max_shapes")
         ]
@@ -110,19 +136,51 @@ class TinyModelConfig(Section):
 
 class HubModelConfig(Section):
     repo_id: str
-    revision: str = Field(
+    revision: str | None = Field(
+        None,
         pattern=COMMIT_SHA,
-        description="A full 40-character lower-case commit sha; never a branch or tag, which move.",
+        description="A full 40-character lower-case commit sha; never a branch or tag, which move. "
+        "None only with unpinned: `vlrl pin <model>` then resolves it once, online.",
     )
+    unpinned: str | None = Field(
+        None,
+        min_length=1,
+        description="Why no public commit could be cited (the revision is then unset); a run "
+        "never downloads an unpinned revision.",
+    )
+
+    @model_validator(mode="after")
+    def _pinned_or_why(self) -> HubModelConfig:
+        if self.revision is None and self.unpinned is None:
+            raise KeyProblems(
+                (
+                    "revision",
+                    "is missing: pin a 40-hex commit, or say why none could be found in unpinned "
+                    "(then `vlrl pin <model>` resolves it once, online)",
+                )
+            )
+        if self.revision is not None and self.unpinned is not None:
+            raise KeyProblems(("unpinned", "the revision is pinned: remove unpinned"))
+        return self
 
 
 class ModelConfig(Section):
     """A base model, ``config/models/<name>.yaml``: shared by experiments, built once under
     ``resources/models/<name>/``."""
 
+    description: str = ""
     builder: Literal["tiny", "hf"] = "tiny"
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
     hf: HubModelConfig | None = None
+    parameters: int | None = Field(
+        None,
+        ge=1,
+        description="The model's parameter count, as its model card states it (for vlrl plan's "
+        "compute and memory estimate; the tiny model's is counted from its shape).",
+    )
+    size_bytes: int | None = Field(
+        None, ge=0, description="What the download weighs, where the hub page states it."
+    )
 
     @model_validator(mode="after")
     def _hf_needs_repo(self) -> ModelConfig:
@@ -137,18 +195,36 @@ class ModelConfig(Section):
 
 
 class DatasetConfig(Section):
-    """A dataset or benchmark from the Hugging Face hub, ``config/datasets/<name>.yaml``: fetched
-    once by the download stage into ``resources/datasets/<name>/``, shared by every benchmark
-    (and experiment) that names it."""
+    """A dataset or benchmark, ``config/datasets/<name>.yaml``: fetched once by the download
+    stage into ``resources/datasets/<name>/``, shared by every benchmark (and experiment) that
+    names it. From the Hugging Face hub at a pinned revision (``repo_id`` + ``revision``), or
+    from a local folder of user-provided files (``local``: data never released, such as VLM-R1's
+    D³ detection set)."""
 
     description: str = ""
-    repo_id: str = Field(
+    repo_id: str | None = Field(
+        None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$",
         description="The hub repository, owner/name.",
     )
-    revision: str = Field(
+    revision: str | None = Field(
+        None,
         pattern=COMMIT_SHA,
-        description="A full 40-character lower-case commit sha; never a branch or tag, which move.",
+        description="A full 40-character lower-case commit sha; never a branch or tag, which move. "
+        "None only with unpinned: `vlrl pin <dataset>` then resolves it once, online.",
+    )
+    unpinned: str | None = Field(
+        None,
+        min_length=1,
+        description="Why no public commit of the repository could be cited (the revision is then "
+        "unset). A run never downloads an unpinned revision: `vlrl pin <dataset>` resolves the "
+        "hub's current commit once, online, and writes it here as revision.",
+    )
+    local: str | None = Field(
+        None,
+        min_length=1,
+        description="A folder of user-provided files instead of the hub, relative to the project "
+        "root (or absolute): copied as they are (allow_patterns applies), then converted.",
     )
     repo_type: Literal["dataset", "model"] = "dataset"
     allow_patterns: list[Annotated[str, Field(min_length=1)]] | None = Field(
@@ -163,3 +239,51 @@ class DatasetConfig(Section):
         description="The hub schema of the files (a module of vlrl.data.formats): the download "
         "stage converts them into records/<split>.jsonl. None: the files are used as they are.",
     )
+    bad_rows: Literal["stop", "report"] = Field(
+        "stop",
+        description="Rows the format's converter cannot convert: stop (the stage fails naming "
+        "every one) or report (left out, each listed with its id and why in "
+        "records/rejected.jsonl and counted in records/report.json).",
+    )
+    size_bytes: int | None = Field(
+        None,
+        ge=0,
+        description="What the download weighs, where the hub page states it (for vlrl plan).",
+    )
+    image_size: tuple[PositiveInt, PositiveInt] | None = Field(
+        None,
+        description="A typical picture's [width, height] in pixels, where the source states it: "
+        "vlrl plan counts image tokens from it (unknown, it takes the pixel budget's bound).",
+    )
+    expected_rows: dict[str, int] | None = Field(
+        None,
+        description="Rows each raw file must hold (file → count), for a format that checks them "
+        "(vlm_r1_rec_train): replaces the released counts it knows, e.g. for a fixture.",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DatasetConfig:
+        problems = []
+        if (self.repo_id is None) == (self.local is None):
+            problems.append(
+                ("repo_id", "set exactly one of repo_id (a hub dataset) and local (a folder)")
+            )
+        elif self.local is not None:
+            problems += [
+                (key, "is for hub datasets; this one is local")
+                for key in ("revision", "unpinned")
+                if getattr(self, key) is not None
+            ]
+        elif self.revision is None and self.unpinned is None:
+            problems.append(
+                (
+                    "revision",
+                    "is missing: pin a 40-hex commit, or say why none could be found in unpinned "
+                    "(then `vlrl pin <dataset>` resolves it once, online)",
+                )
+            )
+        elif self.revision is not None and self.unpinned is not None:
+            problems.append(("unpinned", "the revision is pinned: remove unpinned"))
+        if problems:
+            raise KeyProblems(*problems)
+        return self

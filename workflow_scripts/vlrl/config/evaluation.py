@@ -32,14 +32,22 @@ class InferConfig(Section):
         description="hf backend: processes that split the items, whole batches each, "
         "cpu_threads threads apiece (CPU). The responses do not depend on it.",
     )
-    max_new_tokens: PositiveInt = Field(
-        2048,
-        description="Generation budget (a benchmark's max_new_tokens wins): R1-style answers "
-        "reason first, so the default is VLMEvalKit's Qwen2VLChat budget, as Vision-SR1 also "
-        "evaluates; a short budget truncates the reasoning before the answer.",
+    max_new_tokens: PositiveInt | None = Field(
+        None,
+        description="Generation budget (a benchmark's max_new_tokens wins). None: GRPO's "
+        "max_completion_length when the experiment trains with GRPO (evaluate with the budget "
+        "it trained with), else 2048, VLMEvalKit's Qwen2VLChat budget, as Vision-SR1 also "
+        "evaluates (R1-style answers reason first; a short budget cuts the reasoning).",
     )
     temperature: NonNegativeFloat = Field(0.0, description="0: greedy decoding.")
     top_p: TopP = 1.0
+    prompt: str | None = Field(
+        None,
+        description="A prompt format every benchmark is asked in, instead of its own (a "
+        "benchmark config sets its paper's evaluation prompt): for a model trained to answer in "
+        "another format, as VLM-R1's SFT baseline is evaluated with its own template. None: each "
+        "benchmark's prompt, else the experiment's.",
+    )
     checkpoints: Annotated[list[Checkpoint], UniqueList] = Field(
         default_factory=lambda: list(CHECKPOINTS),
         min_length=1,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, PositiveInt, ValidationInfo, field_validator, model_validator
 
 from vlrl import paths
-from vlrl.config.base import KeyProblems, Section, UniqueList
+from vlrl.config.base import KeyProblems, Section, UniqueList, order_problems
 from vlrl.config.data import SHAPES_TASKS, DataConfig
 from vlrl.config.evaluation import InferConfig, ReportConfig, ScoreConfig
 from vlrl.config.resources import DISTRIBUTED_STAGES, ResourcesConfig
@@ -17,11 +17,67 @@ from vlrl.threads import CpuKernels
 
 PromptName = Annotated[str, Field(description="A prompt format from vlrl.prompts.PROMPTS.")]
 
+#: The generation budget of an experiment without GRPO: VLMEvalKit's Qwen2VLChat max_new_tokens.
+EVAL_MAX_NEW_TOKENS = 2048
+
+DERIVED: dict[str, str] = {
+    "sft.image_max_pixels": "image_pixels.max",
+    "sft.image_min_pixels": "image_pixels.min",
+    "grpo.image_max_pixels": "image_pixels.max",
+    "grpo.image_min_pixels": "image_pixels.min",
+    "infer.max_new_tokens": "grpo.max_completion_length",
+}
+"""Keys whose value, when unset, follows from another key: one declaration per fact (the pixel
+budget of SFT and GRPO; the generation budget GRPO trained with, evaluated with)."""
+
+
+class ImagePixels(Section):
+    """The pixel budget of each image (Qwen2.5-VL's processor resizes into it), shared by SFT and
+    GRPO unless a stage sets its own."""
+
+    min: PositiveInt = 56 * 56
+    max: PositiveInt = 112 * 112
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ImagePixels:
+        problems = order_problems(self, "min", "max")
+        if problems:
+            raise KeyProblems(*problems)
+        return self
+
+
+class ReportedCompute(Section):
+    """What the paper (or its repository) reports a run of this recipe took: shown by
+    ``vlrl plan`` next to vlrl's own estimate."""
+
+    hardware: str = Field(description="The GPUs (and nodes) reported, e.g. 8x A100-80GB.")
+    time: str = Field("not reported", description="The wall-clock time reported, as stated.")
+    source: str = Field(description="Where it is stated: repository file and commit, or §.")
+
 
 class ExperimentConfig(Section):
     """Everything one experiment needs. The name is the file stem, not a key."""
 
     description: str = ""
+    extends: str | None = Field(
+        None,
+        description="The experiment this one is a diff of (config/experiments/<name>.yaml): its "
+        "keys are this file's defaults, mappings merged key by key (grpo.rewards and "
+        "score.protocol replaced whole), lists and values replaced.",
+    )
+    unknown: dict[str, str] = Field(
+        default_factory=dict,
+        description="Dotted key → why its value is not known from the public sources (the value "
+        "set is then a stated guess, shown as such by vlrl show and vlrl check).",
+    )
+    deviations: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where this recipe knowingly differs from its source: a dotted key or a "
+        "short name → what differs and why.",
+    )
+    reported: ReportedCompute | None = Field(
+        None, description="The hardware and time the source reports for this recipe."
+    )
     seed: Annotated[int, Field(ge=0, lt=2**32)] = 0
     cpu_threads: int | None = Field(
         None,
@@ -40,6 +96,7 @@ class ExperimentConfig(Section):
         "kernels of the CPU at hand; results differ between CPUs. Changes the numbers either way.",
     )
     prompt: PromptName = "think_answer"
+    image_pixels: ImagePixels = Field(default_factory=ImagePixels)
     data: DataConfig = Field(default_factory=DataConfig)
     base_model: str = Field(description="A model name from config/models/.")
     sft: SFTConfig = Field(default_factory=SFTConfig)
@@ -123,8 +180,55 @@ class ExperimentConfig(Section):
             raise KeyProblems(*problems)
         return resources
 
+    @model_validator(mode="after")
+    def _derived(self) -> ExperimentConfig:
+        """Fill the keys of :data:`DERIVED` left unset from the keys they follow."""
+        for section in (self.sft, self.grpo):
+            if section.image_max_pixels is None:
+                section.image_max_pixels = self.image_pixels.max
+            if section.image_min_pixels is None:
+                section.image_min_pixels = self.image_pixels.min
+        if self.infer.max_new_tokens is None:
+            self.infer.max_new_tokens = (
+                self.grpo.max_completion_length if self.grpo.enabled else EVAL_MAX_NEW_TOKENS
+            )
+        problems = [
+            (f"unknown.{key}", "is not a key of the experiment")
+            for key in self.unknown
+            if not _has_key(self, key)
+        ]
+        need = self.resources.grpo
+        if need.gpus:
+            world, where = need.gpus * need.nodes, f"{need.gpus} GPUs x {need.nodes} node(s)"
+        else:
+            world, where = self.grpo.processes, f"{self.grpo.processes} process(es)"
+        problems += [(f"grpo.{key}", why) for key, why in self.grpo.group_problems(world, where)]
+        for stage, section in (("sft", self.sft), ("grpo", self.grpo)):
+            problems += [
+                (f"{stage}.{key}", why)
+                for key, why in order_problems(section, "image_min_pixels", "image_max_pixels")
+            ]
+        if problems:
+            raise KeyProblems(*problems)
+        return self
+
     @property
     def checkpoints(self) -> list[str]:
         """The models this experiment evaluates, dropping stages the experiment disables."""
         enabled = {"base": True, "sft": self.sft.enabled, "grpo": self.grpo.enabled}
         return [c for c in self.infer.checkpoints if enabled[c]]
+
+
+def _has_key(cfg: ExperimentConfig, dotted: str) -> bool:
+    """Whether ``dotted`` names a key of the config (a section, a field, a mapping's entry)."""
+    node: object = cfg
+    for part in dotted.split("."):
+        if isinstance(node, dict):
+            if part not in node:
+                return False
+            node = node[part]
+        elif isinstance(node, Section) and part in type(node).model_fields:
+            node = getattr(node, part)
+        else:
+            return False
+    return True

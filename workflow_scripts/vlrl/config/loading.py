@@ -1,8 +1,12 @@
-"""Reading config files: YAML with repeated keys caught, ``--set`` overrides, validation
-problems that name the file and the dotted key, and the loaders of the named files."""
+"""Reading config files: YAML with repeated keys caught, ``--set`` overrides, experiments that
+``extends:`` another (a small diff of a parent, as EasyR1's example configs are), validation
+problems that name the file (the one that set the key) and the dotted key, where each value of
+an experiment comes from, and the loaders of the named files."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,9 +38,146 @@ def load_named(
     return load_yaml_model(path, model, overrides)
 
 
+#: Mappings an ``extends:`` child replaces whole instead of merging key by key: a recipe's reward
+#: set, protocol choice or hardware is one decision (an ablation that drops a reward must drop it;
+#: a CPU variant drops the GPU resources).
+REPLACED_WHOLE = frozenset({"grpo.rewards", "score.protocol", "resources"})
+
+
+#: How much of a key's comment ``vlrl show`` keeps (a file's opening comment can be long).
+COMMENT_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a key's value was set: the file and line (``None`` for ``--set``)."""
+
+    file: str
+    line: int | None = None
+    comment: str = ""
+    """The YAML comments on the key's line and right above it: the cited source, by
+    convention."""
+
+    def __str__(self) -> str:
+        return self.file if self.line is None else f"{self.file}:{self.line}"
+
+
+@dataclass
+class ExperimentTree:
+    """An experiment's YAML with its ``extends:`` chain merged: the tree, where each dotted key
+    (leaves and sections) was set, the chain (the file first, its ancestors after) and the
+    problems found while reading (repeated keys, a missing or circular parent)."""
+
+    tree: dict[str, Any]
+    origins: dict[str, Origin] = field(default_factory=dict)
+    chain: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def source_of(self, dotted: str) -> str:
+        """The file that set ``dotted`` (or its nearest section), else the experiment's own (also
+        for a ``--set`` override: the file it overrides)."""
+        parts = dotted.split(".")
+        for end in range(len(parts), 0, -1):
+            origin = self.origins.get(".".join(parts[:end]))
+            if origin is not None and origin.line is not None:
+                return origin.file
+        return self.chain[0] if self.chain else "<config>"
+
+
+def experiment_tree(path: Path, overrides: list[str] | None = None) -> ExperimentTree:
+    """Read experiment file ``path`` with its ``extends:`` ancestors merged under it (see
+    :data:`REPLACED_WHOLE`) and the overrides set; never raises for a problem of the content
+    (they are in ``problems``).
+
+    Raises:
+        ConfigError: ``path`` is missing or not YAML.
+    """
+    result = _merged(Path(path), [])
+    for key, value in _parse_override_pairs(overrides):
+        from vlrl.config.keys import set_dotted
+
+        set_dotted(result.tree, key, value)
+        result.origins[key] = Origin("--set")
+    return result
+
+
+def _parse_override_pairs(overrides: list[str] | None) -> list[tuple[str, Any]]:
+    from vlrl.config.keys import parse_overrides
+
+    return parse_overrides(overrides or [])
+
+
+def _merged(path: Path, below: list[Path]) -> ExperimentTree:
+    text = path.read_text() if path.is_file() else None
+    tree, problems, lines = _parse_with_lines(path)
+    if tree is None:
+        tree = {}
+    if not isinstance(tree, dict):
+        problems.append(f"{path}: <top>: must be a mapping, got {type(tree).__name__}")
+        return ExperimentTree({}, {}, [str(path)], problems)
+    comments = _comments(text or "")
+    own = {key: Origin(str(path), line, comments.get(line, "")) for key, line in lines.items()}
+    parent = tree.get("extends")
+    if parent is None:
+        return ExperimentTree(tree, own, [str(path)], problems)
+    if not isinstance(parent, str) or not parent:
+        problems.append(f"{path}: extends: must be an experiment name, got {parent!r}")
+        return ExperimentTree(tree, own, [str(path)], problems)
+    parent_path = paths.experiment_file(parent)
+    if parent_path.resolve() in [p.resolve() for p in (*below, path)]:
+        cycle = " → ".join(str(p) for p in (*below, path, parent_path))
+        problems.append(f"{path}: extends: {parent!r} extends this file again ({cycle})")
+        return ExperimentTree(tree, own, [str(path)], problems)
+    if not parent_path.is_file():
+        known = sorted(p.stem for p in parent_path.parent.glob("*.yaml"))
+        problems.append(f"{path}: extends: no experiment {parent!r}; known: {known}")
+        return ExperimentTree(tree, own, [str(path)], problems)
+    base = _merged(parent_path, [*below, path])
+    origins = dict(base.origins)
+    for key in own:
+        if key in REPLACED_WHOLE:  # the parent's entries are gone with its mapping
+            origins = {k: v for k, v in origins.items() if not k.startswith(key + ".")}
+    origins.update(own)
+    merged = _merge(base.tree, tree, "")
+    return ExperimentTree(merged, origins, [str(path), *base.chain], base.problems + problems)
+
+
+def _merge(base: Any, child: Any, where: str) -> Any:
+    """``child`` over ``base``: mappings merged key by key (except :data:`REPLACED_WHOLE`),
+    anything else replaced."""
+    if not (isinstance(base, dict) and isinstance(child, dict)) or where in REPLACED_WHOLE:
+        return child
+    merged = dict(base)
+    for key, value in child.items():
+        dotted = f"{where}.{key}" if where else str(key)
+        merged[key] = _merge(base[key], value, dotted) if key in base else value
+    return merged
+
+
+def _comments(text: str) -> dict[int, str]:
+    """Line number → the comment on that line and the comment lines right above it."""
+    lines = text.splitlines()
+    found: dict[int, str] = {}
+    for number, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        above = []
+        index = number - 2
+        while index >= 0 and lines[index].strip().startswith("#"):
+            above.insert(0, lines[index].strip().lstrip("#").strip())
+            index -= 1
+        trailing = line.split(" #", 1)[1].strip() if " #" in line else ""
+        parts = [*above, trailing] if trailing else above
+        if parts:
+            text = " ".join(parts)
+            found[number] = text if len(text) <= COMMENT_CHARS else text[: COMMENT_CHARS - 1] + "…"
+    return found
+
+
 def load_experiment(name: str, overrides: list[str] | None = None) -> ExperimentConfig:
-    """Load and validate ``config/experiments/<name>.yaml``, with the ``key.sub=value``
-    overrides set.
+    """Load and validate ``config/experiments/<name>.yaml`` (its ``extends:`` ancestors merged
+    under it), with the ``key.sub=value`` overrides set.
 
     Raises:
         ConfigError: naming the file when it is missing or not YAML; a :class:`ConfigProblems`
@@ -44,12 +185,25 @@ def load_experiment(name: str, overrides: list[str] | None = None) -> Experiment
             mapping, repeats a key, has unknown keys, values of the wrong type or out of their
             range, or keys that disagree.
     """
-    return load_named(paths.experiment_file(name), ExperimentConfig, "experiment", overrides)
+    path = paths.experiment_file(name)
+    if not path.is_file():
+        known = sorted(p.stem for p in path.parent.glob("*.yaml"))
+        raise ConfigError(f"{path}: no such experiment {name!r}; known: {known}")
+    return load_experiment_file(path, overrides)
 
 
 def load_experiment_file(path: Path, overrides: list[str] | None = None) -> ExperimentConfig:
-    """Validate one experiment file (see :func:`load_experiment`)."""
-    return load_yaml_model(path, ExperimentConfig, overrides)
+    """Validate one experiment file with its ``extends:`` chain (see :func:`load_experiment`);
+    each problem names the file that set the key."""
+    merged = experiment_tree(Path(path), overrides)
+    problems = list(merged.problems)
+    try:
+        cfg = ExperimentConfig.model_validate(merged.tree)
+    except ValidationError as exc:
+        problems += validation_problems(exc, merged.source_of)
+    if problems:
+        raise ConfigProblems(problems)
+    return cfg
 
 
 def load_model(name: str) -> ModelConfig:
@@ -69,6 +223,12 @@ def parse_yaml(path: Path) -> tuple[Any, list[str]]:
     Raises:
         ConfigError: the file is missing or not YAML.
     """
+    tree, repeated, _ = _parse_with_lines(path)
+    return tree, repeated
+
+
+def _parse_with_lines(path: Path) -> tuple[Any, list[str], dict[str, int]]:
+    """:func:`parse_yaml`, and the line (from 1) of every dotted key of the mappings."""
     try:
         loader = yaml.SafeLoader(path.read_text())
     except FileNotFoundError:
@@ -76,13 +236,13 @@ def parse_yaml(path: Path) -> tuple[Any, list[str]]:
     try:
         node = loader.get_single_node()
         if node is None:
-            return None, []
+            return None, [], {}
         repeated = [
             f"{path}: {key}: duplicate key (lines {first} and {again}); YAML would keep only "
             "the last value"
             for key, first, again in _repeated_keys(node, (), set())
         ]
-        return loader.construct_document(node), repeated
+        return loader.construct_document(node), repeated, _key_lines(node, ())
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     finally:
@@ -128,8 +288,25 @@ def _repeated_keys(
     return found
 
 
-def validation_problems(exc: ValidationError, source: Path | str) -> list[str]:
-    """One ``<source>: <dotted key>: <what is wrong>`` line per error of ``exc``.
+def _key_lines(node: yaml.Node, where: tuple[str, ...]) -> dict[str, int]:
+    """Dotted key → line (from 1) of every key of the mappings under ``node``."""
+    lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            dotted = (*where, str(key_node.value))
+            lines.setdefault(".".join(dotted), key_node.start_mark.line + 1)
+            for key, line in _key_lines(value_node, dotted).items():
+                lines.setdefault(key, line)
+    return lines
+
+
+def validation_problems(
+    exc: ValidationError, source: Path | str | Callable[[str], str]
+) -> list[str]:
+    """One ``<source>: <dotted key>: <what is wrong>`` line per error of ``exc``; ``source`` may
+    be a function of the dotted key (the file that set it, for an ``extends:`` chain).
 
     >>> from vlrl.config import InferConfig
     >>> try:
@@ -139,18 +316,22 @@ def validation_problems(exc: ValidationError, source: Path | str) -> list[str]:
     e.yaml: batch_size: Input should be greater than 0 (got -1)
     e.yaml: top_p: Input should be less than or equal to 1 (got 1.5)
     """
+
+    def named(dotted: str) -> str:
+        return source(dotted) if callable(source) else str(source)
+
     lines = []
     for err in exc.errors():
         where = [str(p) for p in err["loc"]]
         cause = err.get("ctx", {}).get("error")
         if isinstance(cause, KeyProblems):
-            lines += [
-                f"{source}: {'.'.join(p for p in (*where, key) if p) or '<top>'}: {why}"
-                for key, why in cause.problems
-            ]
+            for key, why in cause.problems:
+                dotted = ".".join(p for p in (*where, key) if p)
+                lines.append(f"{named(dotted)}: {dotted or '<top>'}: {why}")
             continue
         got = f" (got {err['input']!r})" if err["type"] != "missing" and "input" in err else ""
-        lines.append(f"{source}: {'.'.join(where) or '<top>'}: {err['msg']}{got}")
+        dotted = ".".join(where)
+        lines.append(f"{named(dotted)}: {dotted or '<top>'}: {err['msg']}{got}")
     return lines
 
 

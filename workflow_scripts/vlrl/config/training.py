@@ -36,6 +36,11 @@ class SFTConfig(Section):
     )
     lr_scheduler_type: str = "cosine"
     warmup_ratio: Probability = 0.0
+    weight_decay: NonNegativeFloat = 0.0
+    max_grad_norm: NonNegativeFloat = Field(1.0, description="Gradient clipping (0: none).")
+    deepspeed: Literal["zero2", "zero3"] | None = Field(
+        None, description="A DeepSpeed config of config/deepspeed/ (needs deepspeed and a GPU)."
+    )
     cutoff_len: PositiveInt = 1024
     missing_reasoning: Literal["stop", "drop"] = Field(
         "stop",
@@ -48,18 +53,17 @@ class SFTConfig(Section):
         "memory for more compute. Same weights either way; off is faster when memory is ample.",
     )
     lora_rank: PositiveInt = 8
-    image_max_pixels: PositiveInt = 112 * 112
-    image_min_pixels: PositiveInt = 56 * 56
-    extra: dict[str, Any] = Field(
-        default_factory=dict, description="Extra LLaMA-Factory train keys, passed through as is."
+    image_max_pixels: PositiveInt | None = Field(
+        None, description="Pixel budget per image; None: the experiment's image_pixels.max."
     )
-
-    @model_validator(mode="after")
-    def _pixels(self) -> SFTConfig:
-        problems = order_problems(self, "image_min_pixels", "image_max_pixels")
-        if problems:
-            raise KeyProblems(*problems)
-        return self
+    image_min_pixels: PositiveInt | None = Field(
+        None, description="None: the experiment's image_pixels.min."
+    )
+    extra: dict[str, Any] = Field(
+        default_factory=dict,
+        description="LLaMA-Factory train keys the schema does not model, passed through as they "
+        "are; a key vlrl sets itself is an error (vlrl check).",
+    )
 
 
 SELF_REWARD_READERS = frozenset({"vision_sr1.visual", "vision_sr1.total"})
@@ -160,6 +164,23 @@ class GRPOConfig(Section):
     )
     max_steps: PositiveInt = 100
     learning_rate: PositiveFloat = 1e-6
+    lr_scheduler_type: str = Field(
+        "constant", description="transformers scheduler name (constant, linear, cosine, ...)."
+    )
+    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="Warm-up, as a fraction of max_steps.")
+    weight_decay: NonNegativeFloat = 0.0
+    max_grad_norm: NonNegativeFloat = Field(1.0, description="Gradient clipping (0: none).")
+    steps_per_generation: int | None = Field(
+        None,
+        ge=1,
+        description="TRL's steps_per_generation: forward/backward micro-steps per generation "
+        "batch (generation batch = per_device_train_batch_size x processes x this). k optimizer "
+        "steps per rollout: k x gradient_accumulation_steps. None: gradient_accumulation_steps "
+        "(one optimizer step per rollout, TRL's default).",
+    )
+    entropy_coef: NonNegativeFloat = Field(
+        0.0, description="Entropy bonus in the loss (TRL entropy_coef; SophiaVL's entropy_coeff)."
+    )
     per_device_train_batch_size: PositiveInt = Field(
         8, description="Completions per process per step (generation batch: x processes)."
     )
@@ -173,6 +194,7 @@ class GRPOConfig(Section):
     max_completion_length: PositiveInt = 64
     temperature: PositiveFloat = 1.0
     top_p: TopP = 1.0
+    top_k: NonNegativeInt = Field(0, description="Top-k sampling of rollouts; 0: off.")
     beta: NonNegativeFloat = 0.0
     epsilon: PositiveFloat = 0.2
     epsilon_high: PositiveFloat | None = None
@@ -203,8 +225,12 @@ class GRPOConfig(Section):
         "stops and saves a checkpoint, besides two of its longest steps: enough to write one. "
         "The job is then requeued and resumes.",
     )
-    image_max_pixels: PositiveInt = 112 * 112
-    image_min_pixels: PositiveInt = 56 * 56
+    image_max_pixels: PositiveInt | None = Field(
+        None, description="Pixel budget per image; None: the experiment's image_pixels.max."
+    )
+    image_min_pixels: PositiveInt | None = Field(
+        None, description="None: the experiment's image_pixels.min."
+    )
     use_vllm: bool = Field(False, description="Generate rollouts with vLLM (needs vllm, a GPU).")
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
@@ -212,6 +238,38 @@ class GRPOConfig(Section):
     deepspeed: Literal["zero2", "zero3"] | None = Field(
         None, description="A DeepSpeed config of config/deepspeed/ (needs deepspeed and a GPU)."
     )
+    extra: dict[str, Any] = Field(
+        default_factory=dict,
+        description="TRL GRPOConfig options the schema does not model, passed through as they "
+        "are; a key that is not a TRL option, or one vlrl sets itself, is an error (vlrl check).",
+    )
+
+    def group_problems(self, world: int, where: str) -> list[tuple[str, str]]:
+        """``[(key, why)]`` when a generation batch does not hold whole groups: TRL 1.16's
+        generation_batch_size = per_device_train_batch_size x ``world`` (the training processes:
+        GPUs x nodes, or CPU processes) x steps_per_generation (default
+        gradient_accumulation_steps) must be a multiple of num_generations.
+
+        >>> GRPOConfig(per_device_train_batch_size=4, gradient_accumulation_steps=2,
+        ...            num_generations=16).group_problems(4, "4 GPUs")
+        []
+        >>> cfg = GRPOConfig(per_device_train_batch_size=4, num_generations=16)
+        >>> cfg.group_problems(1, "1 process")[0][1][:46]
+        'per_device_train_batch_size 4 x 1 process x st'
+        """
+        steps = self.steps_per_generation or self.gradient_accumulation_steps
+        batch = self.per_device_train_batch_size * world * steps
+        if batch % self.num_generations == 0:
+            return []
+        return [
+            (
+                "per_device_train_batch_size",
+                f"per_device_train_batch_size {self.per_device_train_batch_size} x {where} x "
+                f"steps_per_generation (default gradient_accumulation_steps) {steps} = {batch} "
+                f"completions per generation batch is not a multiple of num_generations "
+                f"({self.num_generations}); TRL generates whole groups of num_generations",
+            )
+        ]
 
     @model_validator(mode="after")
     def _algorithm_settings(self) -> GRPOConfig:
@@ -241,21 +299,9 @@ class GRPOConfig(Section):
                     "grpo.algorithm: self_reward",
                 )
             )
-        # TRL 1.16 GRPOConfig: generation_batch_size = per_device_train_batch_size x processes x
-        # steps_per_generation (= gradient_accumulation_steps) must hold whole groups of
-        # num_generations completions.
-        batch = self.per_device_train_batch_size * self.processes * self.gradient_accumulation_steps
-        if batch % self.num_generations:
-            problems.append(
-                (
-                    "per_device_train_batch_size",
-                    "per_device_train_batch_size x processes x gradient_accumulation_steps = "
-                    f"{batch} "
-                    f"completions per step is not a multiple of num_generations "
-                    f"({self.num_generations}); TRL generates whole groups of num_generations",
-                )
-            )
-        problems += order_problems(self, "image_min_pixels", "image_max_pixels")
+        # (Whole groups per generation batch: checked by ExperimentConfig, which knows how many
+        # training processes the stage's resources launch.)
+        # (The pixel bounds are ordered by ExperimentConfig, once the shared budget fills them.)
         # Clip-higher (DAPO): the upper clip range widens the lower one, never narrows it.
         problems += order_problems(self, "epsilon", "epsilon_high")
         if problems:

@@ -47,7 +47,7 @@ def sft_target(record: Record, fmt: PromptFormat) -> str:
     JSON answer (the first); a SATORI target for a record without boxes lists the whole first
     image, ``[[0, 0, width, height]]``.
     """
-    if record.reasoning is None:
+    if record.reasoning is None and needs_reasoning(fmt):
         raise DataError(f"record {record.id}: no reasoning to build an SFT target from")
     boxes = record.boxes
     if not boxes and "boxes" in fmt.target_fields:
@@ -59,8 +59,19 @@ def sft_target(record: Record, fmt: PromptFormat) -> str:
         width, height = record.image_sizes[0]
         boxes = [[0, 0, width, height]]
     return fmt.render_target(
-        record.reasoning, record.answer, description=record.caption, boxes=boxes
+        record.reasoning or "", record.answer, description=record.caption, boxes=boxes
     )
+
+
+def needs_reasoning(fmt: PromptFormat) -> bool:
+    """Whether the format's SFT target has a thinking part (VLM-R1's SFT baseline answers with
+    the box alone).
+
+    >>> from vlrl.prompts import PROMPTS
+    >>> needs_reasoning(PROMPTS["think_answer"]), needs_reasoning(PROMPTS["rec_baseline"])
+    (True, False)
+    """
+    return bool({"reasoning", "description"} & fmt.target_fields)
 
 
 def to_sharegpt(record: Record, fmt: PromptFormat) -> dict[str, Any]:
@@ -75,7 +86,24 @@ def to_sharegpt(record: Record, fmt: PromptFormat) -> dict[str, Any]:
     ...              problem_type="numerical", data_source="t", reasoning="two")
     >>> to_sharegpt(rec, PROMPTS["think_answer"])["images"]
     ['images/train/1.png']
+
+    A record with its source's own assistant turn (``response``: cold-start data) keeps both
+    turns verbatim, with no system prompt (LLaMA-Factory's template default, as the source's
+    own training had):
+
+    >>> cold = rec.model_copy(update={"problem": "Describe, then solve.", "response": "<think>…"})
+    >>> [m["content"] for m in to_sharegpt(cold, PROMPTS["think_answer"])["messages"]]
+    ['<image>Describe, then solve.', '<think>…']
     """
+    if record.response is not None:
+        return {
+            "messages": [
+                {"role": "user", "content": "<image>" * len(record.images) + record.problem},
+                {"role": "assistant", "content": record.response},
+            ],
+            "system": "",
+            "images": [str(p) for p in record.images],
+        }
     return {
         "messages": [
             {"role": "user", "content": "<image>" * len(record.images) + _user_text(record, fmt)},

@@ -531,12 +531,18 @@ def _fixed_scenes(size: int) -> list[Scene]:
     return [Scene(size, BACKGROUNDS[0], one), Scene(size, BACKGROUNDS[0], four)]
 
 
-def text_corpus(n: int = 2000, seed: int = 0, cfg: ShapesConfig | None = None) -> list[str]:
+def text_corpus(
+    n: int = 2000,
+    seed: int = 0,
+    cfg: ShapesConfig | None = None,
+    formats: Sequence[str] | None = None,
+) -> list[str]:
     """Texts covering every word the generator can emit, without drawing anything (fast).
 
     For the tiny model's tokenizer: every colour, kind, option letter, position word, number from
-    0 to the image size, one question of every template, then ``n`` random questions (problem,
-    reasoning and answer each) as :func:`generate_split` would ask them.
+    0 to the image size, one question of every template, one prompt and target of each prompt
+    format of ``formats`` (default: every one), then ``n`` random questions (problem, reasoning
+    and answer each) as :func:`generate_split` would ask them.
 
     >>> corpus = text_corpus(50)
     >>> "purple" in corpus and "How many shapes are in the image?" in corpus
@@ -556,7 +562,7 @@ def text_corpus(n: int = 2000, seed: int = 0, cfg: ShapesConfig | None = None) -
                 for variant in variants:
                     qn = ask(task, scene, fixed_rng, variant)
                     texts += [qn.problem, qn.reasoning, qn.answer]
-    for fmt in PROMPTS.values():
+    for fmt in (PROMPTS[name] for name in formats or PROMPTS):
         texts.append(fmt.render_prompt(CAPTION_QUESTION, problem_type="free_form"))
         target = fmt.render_target(
             "I see a red circle.",

@@ -12,6 +12,12 @@ Columns read (vlrl canonical name first, SATORI's name accepted as well):
 - ``image_sizes`` — ``[[width, height], …]``, the first image is used (SATORI ``width``/``height``);
 - ``possible_answers`` — the accepted answers (list[str]); absent → ``[answer]``;
 - ``caption`` — the reference caption (SATORI ``image_caption``).
+
+SATORI with a thinking stage (paper v2 "SATORI" rows; Fig. 3 of the project page
+``docs/index.html``: caption → bbox → think → answer) has no released prompt or format reward.
+``caption_bbox_think_answer`` and ``satori.format_think`` are vlrl's construction from the
+released ones (``prompt.txt`` with a think step, ``external_format`` with a ``<think>`` block; texts
+in :mod:`vlrl.prompts`, re-exported here); the other three rewards are the released ones.
 """
 
 from __future__ import annotations
@@ -25,10 +31,16 @@ from typing import Any
 
 from vlrl.prompts import CAPTION_BBOX_ANSWER_PATTERN as CAPTION_BBOX_ANSWER_PATTERN
 from vlrl.prompts import CAPTION_BBOX_ANSWER_SYSTEM_PROMPT as CAPTION_BBOX_ANSWER_SYSTEM_PROMPT
+from vlrl.prompts import CAPTION_BBOX_THINK_ANSWER_PATTERN as CAPTION_BBOX_THINK_ANSWER_PATTERN
+from vlrl.prompts import (
+    CAPTION_BBOX_THINK_ANSWER_SYSTEM_PROMPT as CAPTION_BBOX_THINK_ANSWER_SYSTEM_PROMPT,
+)
 from vlrl.prompts import SATORI_FORMAT_PATTERN as SATORI_FORMAT_PATTERN
+from vlrl.prompts import SATORI_FORMAT_THINK_PATTERN as SATORI_FORMAT_THINK_PATTERN
 from vlrl.rewards.common import completion_text
 
 _FORMAT = re.compile(SATORI_FORMAT_PATTERN, re.DOTALL | re.MULTILINE)
+_FORMAT_THINK = re.compile(SATORI_FORMAT_THINK_PATTERN, re.DOTALL | re.MULTILINE)
 _BBOX = re.compile(r"<bbox>(.*?)</bbox>", re.DOTALL)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _CAPTION = re.compile(r"<caption>(.*?)</caption>", re.DOTALL)
@@ -47,6 +59,20 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     [1.0, 0.0]
     """
     return [1.0 if _FORMAT.match(completion_text(c)) else 0.0 for c in completions]
+
+
+def format_think_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+    """``satori.format_think``: caption → bbox ``[[…]]`` → think → answer, 1.0 or 0.0.
+
+    vlrl's construction (not released): ``external_format``'s regex with ``\\s*<think>.*?</think>``
+    after ``</bbox>``, same ``re.match`` and flags. Reads no columns.
+
+    >>> format_think_reward(["<caption>c</caption><bbox>[[1,2,3,4]]</bbox><think>t</think>"
+    ...                      "<answer>a</answer>",
+    ...                      "<caption>c</caption><bbox>[[1,2,3,4]]</bbox><answer>a</answer>"])
+    [1.0, 0.0]
+    """
+    return [1.0 if _FORMAT_THINK.match(completion_text(c)) else 0.0 for c in completions]
 
 
 # --- bbox ----------------------------------------------------------------------------------------
@@ -381,6 +407,7 @@ def get_caption_reward(**options: Any) -> CaptionReward:
 
 REWARDS = {
     "satori.format": format_reward,
+    "satori.format_think": format_think_reward,
     "satori.bbox_iou": BBoxIoUReward(),
     "satori.vqa": vqa_reward,
     "satori.caption": CaptionReward(),

@@ -25,6 +25,14 @@ channels, each GRPO-normalised per group, weights [1.0, 1.0], format dropped. Th
 reward, so there is no ``total_paper`` function: the nearest TRL setting is rewards
 ``[vision_sr1.accuracy, vision_sr1.visual]``, ``reward_weights: [1.0, 1.0]``,
 ``multi_objective_aggregation: normalize_then_sum`` (see :data:`PAPER_V2_TRL`).
+
+The "regular Vision-R1" baseline (``train_examples/1-*_visionR1_train.sh`` → ``cot_config.yaml``:
+``format_prompt/cot_format.jinja``, ``reward_function/cot_val.py:compute_score``) answers
+think → ``\boxed{}`` (prompt format ``think_boxed``, declared in :mod:`vlrl.prompts`) and has no
+self-reward: ``cot_val.py``'s overall = 0.9·acc + 0.1·fmt, in TRL rewards
+``{vision_sr1.accuracy: 0.9, vision_sr1.format_cot: 0.1}`` (:data:`COT_WEIGHTS`). Its accuracy is
+``vision_sr1.accuracy`` (``cot_val.py``'s ``accuracy_reward`` is the same function, also applied
+after the whitespace normalisation).
 """
 
 from __future__ import annotations
@@ -37,6 +45,9 @@ from typing import Any
 from vlrl.prompts import SEE_THINK_PATTERN as SEE_THINK_PATTERN
 from vlrl.prompts import SEE_THINK_SUFFIX as SEE_THINK_SUFFIX
 from vlrl.prompts import SEE_THINK_TEMPLATE as SEE_THINK_TEMPLATE
+from vlrl.prompts import THINK_BOXED_PATTERN as THINK_BOXED_PATTERN
+from vlrl.prompts import THINK_BOXED_SUFFIX as THINK_BOXED_SUFFIX
+from vlrl.prompts import THINK_BOXED_TEMPLATE as THINK_BOXED_TEMPLATE
 from vlrl.rewards.common import completion_text
 
 logger = logging.getLogger(__name__)
@@ -45,6 +56,7 @@ SELF_REWARD_COLUMN = "self_reward_responses"
 """Column holding the second-pass (image-free) response for each completion."""
 
 _SEE_THINK = re.compile(SEE_THINK_PATTERN, re.DOTALL)
+_THINK_BOXED = re.compile(THINK_BOXED_PATTERN, re.DOTALL)
 _TAG_SPACE = re.compile(r"\s*(<|>|/)\s*")
 _DESCRIPTION = re.compile(r"<description>([\s\S]*?)</description>", re.DOTALL)
 
@@ -65,6 +77,9 @@ PAPER_V2_TRL = {
 
 WEIGHTS = {"accuracy": 0.9, "format": 0.1, "visual": 1.0}
 """Released: ``(1 - format_weight)·acc + format_weight·fmt + vis`` with format_weight = 0.1."""
+
+COT_WEIGHTS = {"vision_sr1.accuracy": 0.9, "vision_sr1.format_cot": 0.1}
+"""``cot_val.py`` ``compute_score``: ``(1 - format_weight)·acc + format_weight·fmt``, 0.1."""
 
 
 @functools.cache
@@ -93,6 +108,19 @@ def see_think_format(text: str) -> float:
     1.0
     """
     return 1.0 if _SEE_THINK.fullmatch(text) else 0.0
+
+
+def think_boxed_format(text: str) -> float:
+    r"""1.0 when ``text`` full-matches :data:`THINK_BOXED_PATTERN` (``cot_val.py``
+    ``format_reward``), else 0.0. No whitespace normalisation here; :func:`format_cot_reward`
+    applies it first.
+
+    >>> think_boxed_format(r"<think>t</think> \boxed{2}")
+    1.0
+    >>> think_boxed_format(r" <think>t</think>\boxed{2}")  # no ``^\s*``, unlike ``format``
+    0.0
+    """
+    return 1.0 if _THINK_BOXED.fullmatch(text) else 0.0
 
 
 def boxed_accuracy(text: str, answer: str) -> float:
@@ -145,6 +173,19 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     [1.0, 0.0]
     """
     return [see_think_format(normalize_tag_whitespace(completion_text(c))) for c in completions]
+
+
+def format_cot_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+    r"""``vision_sr1.format_cot`` (``cot_val.py`` ``format_reward``, the regular Vision-R1
+    baseline): think → ``\boxed{}``, 1.0 or 0.0. Whitespace around ``<``, ``>``, ``/`` is deleted
+    first, as ``cot_val.py``'s ``compute_score`` does; after that nothing may precede ``<think>``
+    or follow the box but whitespace. Reads no columns.
+
+    >>> format_cot_reward([r" <think>t</think>  \boxed{2} ", r"<think>t</think>\boxed{2} done",
+    ...                    r"<description>d</description><think>t</think>\boxed{2}"])
+    [1.0, 0.0, 0.0]
+    """
+    return [think_boxed_format(normalize_tag_whitespace(completion_text(c))) for c in completions]
 
 
 def accuracy_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> list[float | None]:
@@ -232,6 +273,7 @@ def total_reward(
 
 REWARDS = {
     "vision_sr1.format": format_reward,
+    "vision_sr1.format_cot": format_cot_reward,
     "vision_sr1.accuracy": accuracy_reward,
     "vision_sr1.visual": visual_reward,
     "vision_sr1.total": total_reward,

@@ -8,9 +8,10 @@ completion is a string or ``[{"role": "assistant", "content": str}]``. VLM-R1's 
 is ``"<answer> {answer} </answer>"`` built from our ``answer`` column. A ground truth the
 reward cannot read raises ValueError naming the reward and the row.
 
-Prompt formats for these rewards (declared in :mod:`vlrl.prompts`): ``think_answer`` (default
-template, ``vlm_r1.format``), ``rec_json`` (``vlm_r1.rec_format``) and ``od_json`` (odLength
-"enhanced prompt", checked by ``vlm_r1.format``); :data:`PROMPT_FORMATS` holds the last two.
+Prompt formats (declared in :mod:`vlrl.prompts`): ``think_answer`` (default template,
+``vlm_r1.format``), ``rec_json`` (``vlm_r1.rec_format``), ``od_json`` (odLength "enhanced
+prompt", ``vlm_r1.format``; :data:`PROMPT_FORMATS` holds these two) and ``rec_baseline`` (the REC
+SFT baseline, the JSON box alone; ``vlm_r1.rec_baseline_format``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from Levenshtein import ratio
 from vlrl.prompts import PROMPTS, PromptFormat
 from vlrl.prompts import REC_JSON_PATTERN as REC_FORMAT_PATTERN
 from vlrl.prompts import THINK_ANSWER_PATTERN as FORMAT_PATTERN
+from vlrl.rewards import _vlm_r1_grading
 from vlrl.rewards._detection import (
     ANSWER,
     GroundTruthError,
@@ -41,6 +43,7 @@ from vlrl.rewards._detection import (
     repetition_score,
     weighted_sum_score,
 )
+from vlrl.rewards._vlm_r1_grading import extract_choice as extract_choice
 from vlrl.rewards.common import completion_text
 
 log = logging.getLogger(__name__)
@@ -87,6 +90,17 @@ def rec_format_reward(completions: list[Any], **kwargs: Any) -> list[float | Non
     return [
         float(bool(re.search(REC_FORMAT_PATTERN, t, re.DOTALL))) for _, t in _texts(completions)
     ]
+
+
+def rec_baseline_format_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+    """vlrl's check of ``rec_baseline`` (VLM-R1's REC SFT baseline has no format reward): 1.0 iff
+    the stripped completion full-matches its pattern, a JSON object holding ``[x1, y1, x2, y2]``.
+
+    >>> rec_baseline_format_reward(['{"bbox_2d": [1, 2, 3, 4]}', "<answer>[1, 2, 3, 4]</answer>"])
+    [1.0, 0.0]
+    """
+    fmt = PROMPTS["rec_baseline"]
+    return [float(fmt.is_well_formed(t)) for _, t in _texts(completions)]
 
 
 # --- REC IoU (qwen_module.py iou_reward) ---------------------------------------------------------
@@ -204,35 +218,6 @@ def math_verify_equal(pred: str, gold: str) -> bool:
         return False
 
 
-def extract_choice(text: str) -> str | None:
-    """VLM-R1's ``extract_choice`` heuristic (``grpo_jsonl.py::extract_choice``): the text is
-    upper-cased first, so ``b.`` counts as ``B``; then capital letters not preceded by a capital
-    and followed by ``.,?!:;`` or the end; with several, the best scored (keywords such as ANSWER
-    within 20 characters +1 each, in the last 30% +2, followed by ``。.!！,，`` +1; every
-    occurrence in the candidate list scores its letter's first position again).
-
-    >>> extract_choice("B"), extract_choice("I think A. The answer is C."), extract_choice("red")
-    ('B', 'C', None)
-    >>> extract_choice("the answer is b."), extract_choice("a")  # upper-cased first, as released
-    ('B', 'A')
-    """
-    text = text.upper()  # released: ``text = text.upper()  # Convert to uppercase``
-    text = re.sub(r"\s+", " ", text)
-    choices = re.findall(r"(?<![A-Z])([A-Z])(?=[\.\,\?\!\:\;]|$)", text)
-    if len(choices) <= 1:
-        return choices[0] if choices else None
-    keywords = ("答案", "选择", "正确", "是", "对", "answer", "correct", "choose", "select",
-                "right", "认为", "应该", "觉得", "think", "believe", "should")  # fmt: skip
-    scores = dict.fromkeys(choices, 0)
-    for choice in choices:
-        pos = text.find(choice)
-        context = text[max(0, pos - 20) : pos + 20]
-        scores[choice] += sum(1 for k in keywords if k.upper() in context)
-        scores[choice] += 2 if pos > len(text) * 0.7 else 0
-        scores[choice] += 1 if pos < len(text) - 1 and text[pos + 1] in "。.!！,，" else 0
-    return max(scores.items(), key=lambda kv: kv[1])[0]
-
-
 def default_accuracy(content: str, answer: str) -> float:
     """VLM-R1's ``default_accuracy_reward`` for one completion, in [0, 1]."""
     sol = _solution(answer)
@@ -265,6 +250,23 @@ def accuracy_reward(completions: list[Any], answer: list[str], **kwargs: Any) ->
     [1.0, 1.0, 0.8571428571428572]
     """
     return [default_accuracy(t, a) for (_, t), a in zip(_texts(completions), answer, strict=True)]
+
+
+def math_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> list[float | None]:
+    r"""VLM-R1 ``math_reward`` (``accu_reward_method == "math"``): ``utils/math.py``
+    ``compute_score`` (:func:`vlrl.rewards._vlm_r1_grading.compute_score`: exact match,
+    Math-Verify by :func:`math_verify_equal`, then the last ``\boxed{}``'s Hendrycks ``is_equiv``)
+    of the ``clean_text`` of the completion (last ``<answer>``, lower-cased) and of the solution
+    string built from column ``answer``; 1.0 or 0.0. Deviation: where Math-Verify raises (the
+    released reward then raises), the ``\boxed{}`` step still runs.
+
+    >>> math_reward([r"<answer>\boxed{0.5}</answer>", "<answer>3</answer>"], answer=["1/2", "4"])
+    [1.0, 0.0]
+    """
+    return [
+        _vlm_r1_grading.compute_score(clean_text(t), clean_text(_solution(a)), math_verify_equal)
+        for (_, t), a in zip(_texts(completions), answer, strict=True)
+    ]
 
 
 # --- open-vocabulary detection (grpo_jsonl.py) --------------------------------------------------
@@ -400,9 +402,11 @@ def cosine_intended_reward(
 REWARDS: dict[str, Callable[..., list[float | None]]] = {
     "vlm_r1.format": format_reward,
     "vlm_r1.rec_format": rec_format_reward,
+    "vlm_r1.rec_baseline_format": rec_baseline_format_reward,
     "vlm_r1.rec_iou": rec_iou_reward,
     "vlm_r1.rec_iou_binary": rec_iou_binary_reward,
     "vlm_r1.accuracy": accuracy_reward,
+    "vlm_r1.math": math_reward,
     "vlm_r1.odlength": odlength_reward,
     "vlm_r1.ap": ap_reward,
     "vlm_r1.ap50": ap50_reward,

@@ -6,6 +6,11 @@ vlrl's own rule (:func:`vlrl.scoring.rules.score_item`): only the **first** ``<a
 is read, the box must sit in braces (``{"bbox_2d": [x1, y1, x2, y2]}``, the greedy pattern taking
 the last box of several) with non-negative integers, and a reply without one scores the box
 ``[0, 0, 0, 0]``.
+
+:func:`vlm_r1_rec_baseline` ports the repository's other script, ``src/eval/test_rec_baseline.py``
+(same commit), which scored its SFT and base models (answers without ``<answer>`` tags): the
+**first** ``[a, b, c, d]`` anywhere in the output, signed decimals allowed, else ``[0, 0, 0,
+0]``; the same ``resize_bbox`` and ``iou``, correct iff IoU > 0.5.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ from vlrl.scoring.rules import rescale_box
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _BOX = re.compile(r"\{.*\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)]\s*.*\}", re.DOTALL)
+# test_rec_baseline.py's ``bbox_pattern``, character for character (``re.search``, no flags)
+_NUMBER = r"(\s*-?\d*\.?\d+\s*)"
+_BASELINE_BOX = re.compile(rf"\[{_NUMBER},\s*{_NUMBER},\s*{_NUMBER},\s*{_NUMBER}\]")
 
 
 def extract_bbox(content: str) -> list[int] | None:
@@ -83,6 +91,54 @@ def vlm_r1_rec(candidate: Candidate) -> Verdict:
     if gold is None:
         raise ValueError(f"item {candidate.item_id!r}: no gold box (boxes empty, answer has none)")
     read = extract_bbox(candidate.response)
+    box: list[float] = list(read) if read is not None else [0, 0, 0, 0]
+    if candidate.box_frames is not None:
+        input_size, image_size = candidate.box_frames
+        box = rescale_box(box, list(input_size), list(image_size))
+    iou = max(vlm_r1_iou(box, gold), 0.0)
+    extracted = json.dumps(read) if read is not None else None
+    return Verdict(extracted, iou, int(iou > candidate.iou_threshold))
+
+
+def extract_bbox_baseline(content: str) -> list[float] | None:
+    r"""The box VLM-R1's baseline script reads (``test_rec_baseline.py`` ``extract_bbox_answer``),
+    None where it falls back to ``[0, 0, 0, 0]``: the leftmost ``[a, b, c, d]`` of four signed
+    decimals (``-3``, ``.5``, ``10.25``; not ``1e3``, ``+3`` or ``10.``) anywhere in the
+    output, tags or not, as floats.
+
+    >>> extract_bbox_baseline('```json\n[{"bbox_2d": [1, 2.5, 30, 40]}, {"bbox_2d": [5, 5, 9, 9]}]'
+    ...                       "\n```")
+    [1.0, 2.5, 30.0, 40.0]
+    >>> [extract_bbox_baseline(s) for s in ["[ -1 ,.5,3, 4 ]", "[1, 2, 3]", "[1, 2, 3, 4, 5]"]]
+    [[-1.0, 0.5, 3.0, 4.0], None, None]
+    """
+    box = _BASELINE_BOX.search(content)
+    # float() strips the whitespace the groups capture, as the script's does
+    return [float(v) for v in box.groups()] if box else None
+
+
+def vlm_r1_rec_baseline(candidate: Candidate) -> Verdict:
+    """VLM-R1's baseline REC verdict (``test_rec_baseline.py``): the box of
+    :func:`extract_bbox_baseline` (``[0, 0, 0, 0]`` without one), otherwise as
+    :func:`vlm_r1_rec`: rescaled when ``candidate.box_frames`` is set, IoU (:func:`vlm_r1_iou`,
+    floored at 0) against the first gold box, correct iff IoU > the threshold.
+
+    >>> vlm_r1_rec_baseline(Candidate('The box is [0, 0, 10.0, 10]', "", "grounding",
+    ...                               boxes=((0, 0, 10, 20),)))
+    Verdict(extracted='[0.0, 0.0, 10.0, 10.0]', score=0.5, correct=0)
+
+    Raises:
+        ValueError: the candidate is not grounding, or has no gold box.
+    """
+    if candidate.problem_type != "grounding":
+        raise ValueError(
+            f"item {candidate.item_id!r}: VLM-R1's baseline REC rule has no rule for "
+            f"problem_type {candidate.problem_type!r}"
+        )
+    gold = list(candidate.boxes[0]) if candidate.boxes else parse_box(candidate.answer)
+    if gold is None:
+        raise ValueError(f"item {candidate.item_id!r}: no gold box (boxes empty, answer has none)")
+    read = extract_bbox_baseline(candidate.response)
     box: list[float] = list(read) if read is not None else [0, 0, 0, 0]
     if candidate.box_frames is not None:
         input_size, image_size = candidate.box_frames

@@ -11,6 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from vlrl import paths
+from vlrl.errors import StageError
 from vlrl.files import atomic_dir
 from vlrl.prompts import PROMPTS
 
@@ -35,14 +36,30 @@ INSTRUCTION_WEIGHT = 20
 CHAT_TEMPLATE_WEIGHT = 200
 
 
+#: The prompt formats whose texts the tiny tokenizer is trained on. Fixed, not every format: the
+#: tokenizer, so the tiny model and every number of the default, follow from this corpus, and a
+#: format added for another experiment must not change them. Later formats (think_boxed,
+#: rec_baseline, caption_bbox_think_answer) are tokenized all the same (byte-level BPE), in
+#: smaller pieces where BPE learned no merge for their words.
+CORPUS_FORMATS = (
+    "think_answer",
+    "rec_json",
+    "od_json",
+    "see_think_boxed",
+    "caption_bbox_answer",
+    "sophiavl_think",
+)
+
+
 def instruction_texts() -> list[str]:
-    """The fixed texts of every prompt format: its template without the question, its per-type
-    suffixes and its system prompt (:meth:`vlrl.prompts.PromptFormat.instruction_texts`).
+    """The fixed texts of the :data:`CORPUS_FORMATS`: each one's template without the question,
+    its per-type suffixes and its system prompt
+    (:meth:`vlrl.prompts.PromptFormat.instruction_texts`).
 
     >>> instruction_texts()[0][:30]
     'First output the thinking proc'
     """
-    return [text for fmt in PROMPTS.values() for text in fmt.instruction_texts()]
+    return [text for name in CORPUS_FORMATS for text in PROMPTS[name].instruction_texts()]
 
 
 def tiny_corpus(seed: int = TINY_SEED) -> list[str]:
@@ -52,7 +69,7 @@ def tiny_corpus(seed: int = TINY_SEED) -> list[str]:
     from vlrl.models.tiny import CHAT_TEMPLATE_TEXTS
 
     return (
-        text_corpus(seed=seed)
+        text_corpus(seed=seed, formats=CORPUS_FORMATS)
         + instruction_texts() * INSTRUCTION_WEIGHT
         + CHAT_TEMPLATE_TEXTS * CHAT_TEMPLATE_WEIGHT
     )
@@ -76,5 +93,11 @@ def run(model: str, cfg: ModelConfig | None = None) -> None:
             from vlrl.hub import download_model
 
             assert cfg.hf is not None  # guaranteed by ModelConfig validation
+            if cfg.hf.revision is None:
+                raise StageError(
+                    f"base model {model}: {cfg.hf.repo_id} has no pinned revision "
+                    f"({paths.model_file(model)}: hf.unpinned: {cfg.hf.unpinned}); a run never "
+                    f"downloads an unpinned revision. Run `vlrl pin {model}` once, online."
+                )
             download_model(cfg.hf.repo_id, cfg.hf.revision, tmp)
     log.info("base model %s ready in %s", model, out)

@@ -2,8 +2,10 @@
 
 Outputs (written to a temporary directory, renamed into place only when everything succeeded):
 
-- ``train.jsonl``, ``val.jsonl``, ``test.jsonl``: one :class:`~vlrl.records.Record` per line,
-  image paths relative to the directory;
+- ``train.jsonl``, ``val.jsonl``, ``test.jsonl`` (and ``sft_train.jsonl`` when the experiment
+  lists SFT's own records): one :class:`~vlrl.records.Record` per line, image paths relative to
+  the directory (with ``data.source: datasets``, paths into the downloaded datasets'
+  ``records/images/``: the pictures are not copied);
 - ``images/<split>/*.png``;
 - ``report.json`` and ``report.md``: records per split and task, candidates rejected and why.
 
@@ -16,6 +18,8 @@ the output directory is left as it was.
 from __future__ import annotations
 
 import logging
+import os
+import random
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,10 +27,19 @@ from typing import Any
 
 from vlrl import paths
 from vlrl.config import ExperimentConfig
+from vlrl.config.data import DATA_SPLITS, DataSource
 from vlrl.data import shapes
-from vlrl.data.validate import Checked, check_rows, listing, rows_of_file, rows_of_records
+from vlrl.data.formats import RECORDS_DIR
+from vlrl.data.validate import (
+    Checked,
+    Row,
+    check_rows,
+    listing,
+    rows_of_file,
+    rows_of_records,
+)
 from vlrl.errors import DataError, StageError
-from vlrl.files import atomic_dir, write_json, write_jsonl
+from vlrl.files import atomic_dir, read_jsonl, write_json, write_jsonl
 from vlrl.records import Record
 
 log = logging.getLogger(__name__)
@@ -104,13 +117,15 @@ def render_markdown(report: dict[str, Any]) -> str:
             lines.append(
                 f"| {name} | " + " | ".join(str(s["rejected"].get(r, 0)) for r in reasons) + " |"
             )
-    lines += [
-        "",
-        "Duplicates are candidates whose scene and question already occurred (in an earlier",
-        "split or the same one); they were drawn again, so every split has its full size.",
-        "",
-    ]
-    return "\n".join(lines)
+    if report["source"] == "shapes":
+        lines += [
+            "",
+            "Duplicates are candidates whose scene and question already occurred (in an earlier",
+            "split or the same one); they were drawn again, so every split has its full size.",
+        ]
+    else:
+        lines += ["", "Sources per split: report.json (splits.<split>.sources)."]
+    return "\n".join([*lines, ""])
 
 
 def _run_shapes(exp: str, cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
@@ -152,18 +167,86 @@ def _run_shapes(exp: str, cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
     }
 
 
+def _source_file(source: DataSource) -> Path:
+    return paths.dataset_resource(source.dataset) / RECORDS_DIR / f"{source.split}.jsonl"
+
+
+def _drawn(source: DataSource, seed: int) -> list[dict[str, Any]]:
+    """The rows of one source, ``max_samples`` of them drawn with ``seed`` (in file order)."""
+    path = _source_file(source)
+    if not path.is_file():
+        known = sorted(p.stem for p in path.parent.glob("*.jsonl"))
+        raise StageError(
+            f"data: {path} does not exist: dataset {source.dataset!r} has no converted split "
+            f"{source.split!r} (its record files: {known}); check data.*.split"
+        )
+    rows = read_jsonl(path)
+    if source.max_samples is not None and source.max_samples < len(rows):
+        keep = sorted(random.Random(seed).sample(range(len(rows)), source.max_samples))
+        rows = [rows[i] for i in keep]
+    return rows
+
+
+def _run_datasets(exp: str, cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
+    """Each split from its sources' converted records: image paths rewritten relative to the
+    output directory (the pictures stay in the dataset, not copied), ids prefixed by their
+    dataset when a split mixes several, every row checked."""
+    final = paths.data_dir(exp)
+    split_reports: dict[str, dict] = {}
+    checked: dict[str, Checked] = {}
+    for split in DATA_SPLITS:
+        sources = getattr(cfg.data, split)
+        if not sources and split == "sft_train":
+            continue
+        rows: list[dict[str, Any]] = []
+        for source in sources:
+            base = _source_file(source).parent
+            for row in _drawn(source, cfg.seed):
+                row = dict(row)
+                row["images"] = [
+                    os.path.relpath(base / image, final) for image in row.get("images", [])
+                ]
+                if len(sources) > 1:
+                    row["id"] = f"{source.dataset}/{source.split}/{row.get('id')}"
+                rows.append(row)
+        where = final / f"{split}.jsonl"
+        # The output's temporary directory is a sibling of ``final``: the same relative paths
+        # reach the datasets from both.
+        checked[split] = check_rows(
+            (Row(f"{where}:{i + 1}", row) for i, row in enumerate(rows)), out, shown_dir=final
+        )
+        valid = checked[split].records
+        write_jsonl(out / f"{split}.jsonl", (r.model_dump() for r in valid))
+        split_reports[split] = _split_report(valid, shapes.SplitStats())
+        split_reports[split]["sources"] = [s.model_dump() for s in sources]
+        log.info("%s: %d records from %s", split, len(valid), [s.dataset for s in sources])
+    if any(c.problems for c in checked.values()):
+        raise _invalid_data_error(exp, checked)
+    return {
+        "experiment": exp,
+        "source": "datasets",
+        "seed": cfg.seed,
+        "splits": split_reports,
+    }
+
+
+def _dataset_names(cfg: ExperimentConfig) -> list[str]:
+    """The datasets the experiment's splits read, in order of first mention."""
+    names = [s.dataset for split in DATA_SPLITS for s in getattr(cfg.data, split)]
+    return list(dict.fromkeys(names))
+
+
 def run(exp: str, cfg: ExperimentConfig) -> None:
     """Generate or convert the experiment's data into ``paths.data_dir(exp)``, atomically."""
     source = cfg.data.source
-    if source == "hub":
-        hub = cfg.data.hub
-        raise StageError(
-            f"data.source 'hub' ({hub.repo_id if hub else '?'} via converter "
-            f"{hub.converter if hub else '?'!r}) is not implemented yet; use data.source: shapes"
-        )
-    if source != "shapes":
-        raise StageError(f"data.source {source!r} is unknown; known: shapes, hub")
     final = paths.data_dir(exp)
+    if source == "datasets":
+        log.info("data %s: records of %s into %s", exp, _dataset_names(cfg), final)
+        with atomic_dir(final) as tmp:
+            report = _run_datasets(exp, cfg, tmp)
+            write_json(tmp / "report.json", report)
+            (tmp / "report.md").write_text(render_markdown(report))
+        return
     log.info("data %s: generating the shapes world (seed %d) into %s", exp, cfg.seed, final)
     started = time.perf_counter()
     with atomic_dir(final) as tmp:

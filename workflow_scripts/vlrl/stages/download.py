@@ -9,7 +9,12 @@ it.
 
 With a ``format`` (a module of :mod:`vlrl.data.formats`), the fetched files are then converted
 into canonical records, ``records/<split>.jsonl`` with their images under ``records/images/``,
-inside the same atomic output; a bad raw row fails the stage, naming its file, row and field.
+inside the same atomic output; a bad raw row fails the stage, naming its file, row and field
+(or, with ``bad_rows: report``, is listed in ``records/rejected.jsonl``).
+
+A dataset with ``local`` (user-provided files, e.g. data never released) is copied from that
+folder instead, with the same manifest. A hub dataset whose revision is not pinned
+(``unpinned``) is never fetched: the stage stops, saying to run ``vlrl pin <dataset>``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from vlrl import paths
+from vlrl.errors import StageError
 from vlrl.files import atomic_dir
+from vlrl.hub import copy_local_dataset
 
 if TYPE_CHECKING:
     from vlrl.config import DatasetConfig
@@ -27,7 +34,16 @@ log = logging.getLogger(__name__)
 
 #: Keys of the dataset config (config/datasets/<name>.yaml) this stage reads: its params. Not
 #: ``description``: rewording it fetches nothing new.
-READS = ("repo_id", "revision", "repo_type", "allow_patterns", "format")
+READS = (
+    "repo_id",
+    "revision",
+    "local",
+    "repo_type",
+    "allow_patterns",
+    "format",
+    "bad_rows",
+    "expected_rows",
+)
 
 
 def run(dataset: str, cfg: DatasetConfig | None = None) -> None:
@@ -40,18 +56,34 @@ def run(dataset: str, cfg: DatasetConfig | None = None) -> None:
 
         cfg = load_dataset(dataset)
     out = paths.dataset_resource(dataset)
-    log.info("dataset %s: %s %s@%s → %s", dataset, cfg.repo_type, cfg.repo_id, cfg.revision, out)
-    with atomic_dir(out) as tmp:
-        manifest = download_dataset(
-            cfg.repo_id,
-            cfg.revision,
-            tmp,
-            repo_type=cfg.repo_type,
-            allow_patterns=cfg.allow_patterns,
+    if cfg.local is None and cfg.revision is None:
+        raise StageError(
+            f"dataset {dataset}: {cfg.repo_id} has no pinned revision "
+            f"({paths.dataset_file(dataset)}: unpinned: {cfg.unpinned}); a run never downloads "
+            f"an unpinned revision. Run `vlrl pin {dataset}` once, online: it writes the hub's "
+            "current commit into the file."
         )
+    with atomic_dir(out) as tmp:
+        if cfg.local is not None:
+            source = paths.root() / cfg.local
+            log.info("dataset %s: local files %s → %s", dataset, source, out)
+            manifest = copy_local_dataset(source, tmp, cfg.allow_patterns)
+        else:
+            log.info(
+                "dataset %s: %s %s@%s → %s", dataset, cfg.repo_type, cfg.repo_id, cfg.revision, out
+            )
+            manifest = download_dataset(
+                cfg.repo_id,
+                cfg.revision,
+                tmp,
+                repo_type=cfg.repo_type,
+                allow_patterns=cfg.allow_patterns,
+            )
         if cfg.format is not None:
             from vlrl.data.formats import convert_dataset
 
-            counts = convert_dataset(cfg.format, tmp)
+            counts = convert_dataset(
+                cfg.format, tmp, bad_rows=cfg.bad_rows, expected_rows=cfg.expected_rows
+            )
             log.info("dataset %s: format %s → records %s", dataset, cfg.format, counts)
     log.info("dataset %s ready in %s (%d files)", dataset, out, len(manifest["files"]))

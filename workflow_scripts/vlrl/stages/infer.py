@@ -72,7 +72,7 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
     if not (model_dir / "config.json").is_file():
         raise StageError(f"infer: model {model_dir} is missing; run the stage that builds it first")
     bench_cfg = load_benchmark(bench)
-    fmt = get_prompt(bench_cfg.prompt or cfg.prompt)
+    fmt = get_prompt(cfg.infer.prompt or bench_cfg.prompt or cfg.prompt)
     items, base_dir = load_items(exp, bench)
     infer_cfg = cfg.infer.model_copy()
     if bench_cfg.max_new_tokens is not None:  # the benchmark's generation budget

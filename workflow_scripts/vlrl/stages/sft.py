@@ -29,7 +29,7 @@ import yaml
 
 from vlrl import paths
 from vlrl.config import ExperimentConfig, SFTConfig
-from vlrl.data.convert import SHAREGPT_DATASET_INFO, to_sharegpt
+from vlrl.data.convert import SHAREGPT_DATASET_INFO, needs_reasoning, to_sharegpt
 from vlrl.distributed import llamafactory_command, rendezvous_for, topology
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir
@@ -88,6 +88,26 @@ def has_accelerator() -> bool:
     return torch.cuda.is_available()
 
 
+#: LLaMA-Factory options vlrl sets for its own runs, not from the sft section: ``sft.extra`` may
+#: change them (e.g. ``logging_steps``, ``report_to``).
+OVERRIDABLE = frozenset(
+    {
+        "logging_steps",
+        "report_to",
+        "plot_loss",
+        "save_strategy",
+        "save_only_model",
+        "preprocessing_num_workers",
+        "dataloader_num_workers",
+        "overwrite_cache",
+        "bf16",
+        "use_cpu",
+        "flash_attn",
+        "trust_remote_code",
+    }
+)
+
+
 def train_args(
     cfg: SFTConfig,
     model_dir: Path,
@@ -136,6 +156,8 @@ def train_args(
         "num_train_epochs": cfg.num_train_epochs,
         "lr_scheduler_type": cfg.lr_scheduler_type,
         "warmup_ratio": cfg.warmup_ratio,
+        "weight_decay": cfg.weight_decay,
+        "max_grad_norm": cfg.max_grad_norm,
         "seed": seed,
         "data_seed": seed,
         "bf16": gpu,
@@ -146,12 +168,20 @@ def train_args(
         args["max_samples"] = cfg.max_samples
     if cfg.finetuning_type == "lora":
         args.update(lora_rank=cfg.lora_rank, lora_target="all")
+    if cfg.deepspeed is not None:
+        args["deepspeed"] = str(paths.deepspeed_file(cfg.deepspeed))
+    clash = sorted(set(cfg.extra) & (set(args) - OVERRIDABLE))
+    if clash:
+        raise StageError(
+            f"sft.extra: {clash} are set by vlrl from the sft section; set the sft keys instead"
+        )
     args.update(cfg.extra)
     return args
 
 
 def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
-    """Train ``results/<exp>/sft`` from the base model on the experiment's train split.
+    """Train ``results/<exp>/sft`` from the base model on the experiment's train split (its own
+    cold-start records, ``sft_train.jsonl``, when the data stage wrote them).
 
     Returns:
         LLaMA-Factory's run times (``train_runtime``, ...), which the output leaves out; the
@@ -162,31 +192,39 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     fmt = get_prompt(cfg.prompt)
     data_dir = paths.data_dir(exp)
     model_dir = paths.model_resource(cfg.base_model)
-    for needed in (data_dir / "train.jsonl", model_dir / "config.json"):
+    train = data_dir / "sft_train.jsonl"
+    if not train.is_file():
+        train = data_dir / "train.jsonl"
+    for needed in (train, model_dir / "config.json"):
         if not needed.is_file():
             raise StageError(
                 f"sft: input {needed} is missing; run the data / base_model stages first"
             )
-    records = read_records(data_dir / "train.jsonl", cfg.sft.max_samples)
+    records = read_records(train, cfg.sft.max_samples)
     cli = llamafactory_cli()
 
     final = paths.sft_dir(exp)
     with atomic_dir(final) as out:
         work = out / WORK
         work.mkdir()
-        missing = [r.id for r in records if not r.reasoning]
+        # A verbatim assistant turn (cold-start data) is a target as it is; a format without a
+        # thinking part (VLM-R1's SFT baseline) needs no reasoning.
+        missing = [
+            r.id for r in records if needs_reasoning(fmt) and not r.reasoning and r.response is None
+        ]
         if missing and cfg.sft.missing_reasoning == "stop":
             shown = ", ".join(missing[:20]) + (
                 f" and {len(missing) - 20} more" if len(missing) > 20 else ""
             )
             raise StageError(
-                f"sft: {len(missing)} of {len(records)} records in {data_dir / 'train.jsonl'} "
+                f"sft: {len(missing)} of {len(records)} records in {train} "
                 f"have no reasoning target: {shown}. Fill them in, or set "
                 "sft.missing_reasoning: drop"
             )
-        rows = [to_sharegpt(r, fmt) for r in records if r.reasoning]
+        skip = set(missing)
+        rows = [to_sharegpt(r, fmt) for r in records if r.id not in skip]
         if not rows:
-            raise StageError(f"sft: no record in {data_dir / 'train.jsonl'} has a reasoning target")
+            raise StageError(f"sft: no record in {train} has a reasoning target")
         if missing:
             log.warning("sft: dropped %d records without a reasoning target", len(missing))
             _write_json(work / "dropped.json", {"missing_reasoning": len(missing), "ids": missing})

@@ -90,6 +90,9 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
     problems = []
     if cfg.prompt not in PROMPTS:
         problems.append(f"{source}: prompt: {cfg.prompt!r} is not one of {sorted(PROMPTS)}")
+    infer_prompt = getattr(getattr(cfg, "infer", None), "prompt", None)
+    if infer_prompt is not None and infer_prompt not in PROMPTS:
+        problems.append(f"{source}: infer.prompt: {infer_prompt!r} is not one of {sorted(PROMPTS)}")
     rewards = cfg.grpo.rewards if cfg.grpo is not None else {}
     unknown = sorted(set(rewards) - set(REGISTRY))
     if unknown:
@@ -172,22 +175,29 @@ def experiment_problems(name: str, overrides: list[str] | None = None) -> tuple[
     """The validated config of experiment ``name`` (None when it has problems) and every problem
     of it: schema problems and :func:`registry_problems`, the latter also when the former exist.
     """
-    from vlrl.config import ConfigProblems, apply_overrides, load_experiment, parse_yaml
+    from vlrl.config import ConfigProblems, experiment_tree, load_experiment
 
     path = paths.experiment_file(name)
     try:
         cfg = load_experiment(name, overrides)
     except ConfigProblems as exc:
-        tree, _ = parse_yaml(path)  # its problems are among exc's
-        if not isinstance(tree, dict):
-            return None, exc.problems
-        names = _names(apply_overrides(tree, overrides))
+        merged = experiment_tree(path, overrides)  # its problems are among exc's
+        names = _names(merged.tree)
         return None, exc.problems + registry_problems(names, path)
     except ConfigError as exc:  # no such file, not YAML: nothing more to check
         return None, _lines(exc)
     problems = registry_problems(cfg, path) + reward_problems(cfg, path)
-    problems += published_problems(cfg, path)
+    problems += published_problems(cfg, path) + extra_problems(cfg, path)
     return (None if problems else cfg), problems
+
+
+def extra_problems(cfg: Any, source: Path | str) -> list[str]:
+    """``grpo.extra`` options that TRL does not have or that vlrl sets itself."""
+    if not cfg.grpo.extra:
+        return []
+    from vlrl.algorithms.trl_setup import extra_problems as trl_extra_problems
+
+    return [f"{source}: grpo.{key}: {why}" for key, why in trl_extra_problems(cfg.grpo)]
 
 
 def reward_problems(cfg: Any, source: Path | str) -> list[str]:

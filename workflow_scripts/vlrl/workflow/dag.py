@@ -57,6 +57,27 @@ def _quiet_logging() -> Iterator[None]:
         logger.propagate = propagate
 
 
+@dataclass(frozen=True)
+class Planned:
+    """A job of the DAG and whether Snakemake would run it now, and why (its words)."""
+
+    job: Job
+    needed: bool
+    reason: str
+
+
+def planned_jobs(
+    targets: Sequence[str], config: Mapping[str, Any] | None = None, root: Path | None = None
+) -> list[Planned]:
+    """Every job needed for ``targets`` with what Snakemake would do about it now (its dry run's
+    decision: outputs present and newer than inputs are cached), in :func:`dag_jobs` order.
+
+    Raises:
+        ConfigError: when Snakemake cannot build the DAG.
+    """
+    return _jobs(targets, config, root, forceall=False)
+
+
 def dag_jobs(
     targets: Sequence[str] = ("all",),
     config: Mapping[str, Any] | None = None,
@@ -76,6 +97,15 @@ def dag_jobs(
     Raises:
         ConfigError: when Snakemake cannot build the DAG (the message is Snakemake's).
     """
+    return [planned.job for planned in _jobs(targets, config, root, forceall=True)]
+
+
+def _jobs(
+    targets: Sequence[str],
+    config: Mapping[str, Any] | None,
+    root: Path | None,
+    forceall: bool,
+) -> list[Planned]:
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import (
         ConfigSettings,
@@ -102,18 +132,22 @@ def dag_jobs(
                 snakefile=snakefile,
                 workdir=root,
             )
-            workflow_api.dag(DAGSettings(targets=frozenset(targets), forceall=True))
+            workflow_api.dag(DAGSettings(targets=frozenset(targets), forceall=forceall))
             workflow = workflow_api._workflow
             workflow._prepare_dag(
-                forceall=True, ignore_incomplete=True, lock_warn_only=True, nolock=True
+                forceall=forceall, ignore_incomplete=True, lock_warn_only=True, nolock=True
             )
             workflow._build_dag()
+            dag = workflow.dag
             order = {rule.name: i for i, rule in enumerate(workflow.rules)}
-            topo = [job for level in workflow.dag.toposorted() for job in _by_wildcards(level)]
+            topo = [job for level in dag.toposorted() for job in _by_wildcards(level)]
             ranked = sorted(
                 enumerate(topo), key=lambda it: (order[it[1].rule.name], _first(it[1]), it[0])
             )
-            return [_job(job) for _, job in ranked]
+            return [
+                Planned(_job(job), bool(dag.needrun(job)), str(dag.reason(job)))
+                for _, job in ranked
+            ]
     except ConfigError:
         raise
     except Exception as exc:  # Snakemake raises many kinds; all mean "no DAG"

@@ -13,7 +13,12 @@ A format module defines one function::
 
 It reads the raw files with :func:`parquet_rows` (or its own reader for json / tsv), saves each
 image with :meth:`ImageStore.save` (which returns the path to put in ``Record.images``) and names
-the row in every error (:class:`RowError`, raised with :meth:`Row.error`). The docstring of a
+the row in every error (:class:`RowError`, made with :meth:`Row.error`). A converter of training
+data, where one malformed row among thousands is ordinary, *yields* ``(split, row.error(...))``
+for a row it cannot convert instead of raising: :func:`convert_dataset` collects every such row
+and, by the dataset's ``bad_rows`` setting, stops naming all of them (``stop``, the default) or
+writes them to ``records/rejected.jsonl`` and counts them in ``records/report.json`` (``report``):
+never dropped silently. A raised :class:`RowError` always stops. The docstring of a
 format module cites the reference implementation its logic is ported from (lmms-eval task,
 VLMEvalKit dataset class, the paper's own evaluation script).
 """
@@ -24,6 +29,7 @@ import base64
 import binascii
 import hashlib
 import importlib
+import inspect
 import io
 import json
 import pkgutil
@@ -46,6 +52,10 @@ IMAGES_DIR = "images"
 class RowError(DataError):
     """A raw row that cannot be converted: the message names the file, the row and the field."""
 
+    def __init__(self, message: str, row_id: str | None = None):
+        super().__init__(message)
+        self.row_id = row_id
+
 
 @dataclass(frozen=True)
 class Row:
@@ -59,9 +69,21 @@ class Row:
     def where(self) -> str:
         return f"{self.file} row {self.index}"
 
+    @property
+    def id(self) -> str | None:
+        """The row's own id (its ``id`` or ``problem_id`` field), when it has one."""
+        if not isinstance(self.data, dict):
+            return None
+        for key in ("id", "problem_id", "question_id", "index"):
+            value = self.data.get(key)
+            if value is not None and not isinstance(value, dict | list):
+                return str(value)
+        return None
+
     def error(self, message: str) -> RowError:
-        """An error naming this row: ``raise row.error("field 'answer' is empty")``."""
-        return RowError(f"{self.where}: {message}")
+        """An error naming this row (and its id): ``raise row.error("field 'answer' is empty")``
+        or, in a training-data converter, ``yield split, row.error(...)``."""
+        return RowError(f"{self.where}: {message}", row_id=self.id)
 
     def field(self, name: str, *, allow_empty: bool = False) -> Any:
         """The value of field ``name``; a missing field (or, unless allowed, an empty one) is an
@@ -179,29 +201,71 @@ def formats() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
-def convert_dataset(fmt: str, source: Path) -> dict[str, int]:
+#: How many rejected rows an error message lists before "and N more".
+SHOWN_REJECTED = 20
+
+
+def convert_dataset(
+    fmt: str,
+    source: Path,
+    bad_rows: str = "stop",
+    expected_rows: dict[str, int] | None = None,
+) -> dict[str, int]:
     """Convert the raw files under ``source`` (a dataset directory) with format ``fmt`` into
     ``source/records/<split>.jsonl`` and ``source/records/images/``.
+
+    Rows the converter rejects (yields a :class:`RowError` for) stop the conversion, every one
+    named (``bad_rows="stop"``), or go to ``records/rejected.jsonl`` (``bad_rows="report"``);
+    ``records/report.json`` counts records and rejected rows per split either way.
+    ``expected_rows`` goes to a format that checks its files' row counts (its ``convert`` takes
+    it): the counts of a fixture, or of a release other than the one the format knows.
 
     Returns:
         The number of records per split.
 
     Raises:
-        DataError: a bad row (named by file and row), a repeated id within a split, or no rows.
+        DataError: a bad row (named by file, row and id), a repeated id within a split, or no
+            rows.
     """
     if fmt not in formats():
         raise DataError(f"no dataset format {fmt!r}; known: {formats()}")
+    if bad_rows not in ("stop", "report"):
+        raise ValueError(f"bad_rows must be 'stop' or 'report', not {bad_rows!r}")
     module = importlib.import_module(f"{__name__}.{fmt}")
     out = source / RECORDS_DIR
     images = ImageStore(out)
     by_split: dict[str, list[Record]] = {}
+    rejected: list[tuple[str, RowError]] = []
     seen: dict[str, set[str]] = {}
-    for split, rec in module.convert(source, images):
+    if expected_rows and "expected_rows" not in inspect.signature(module.convert).parameters:
+        raise DataError(f"format {fmt} checks no row counts: expected_rows does not apply to it")
+    extra = {"expected_rows": expected_rows} if expected_rows else {}
+    for split, rec in module.convert(source, images, **extra):
+        if isinstance(rec, RowError):
+            rejected.append((split, rec))
+            continue
         ids = seen.setdefault(split, set())
         if rec.id in ids:
             raise DataError(f"{source}: format {fmt}: id {rec.id!r} appears twice in {split}")
         ids.add(rec.id)
         by_split.setdefault(split, []).append(rec)
+    if rejected and bad_rows == "stop":
+        shown = [
+            f"  {split}{'' if err.row_id is None else f' id {err.row_id}'}: {err}"
+            for split, err in rejected[:SHOWN_REJECTED]
+        ]
+        more = len(rejected) - len(shown)
+        raise DataError(
+            "\n".join(
+                [
+                    f"{source}: format {fmt}: {len(rejected)} rows cannot be converted "
+                    "(set bad_rows: report in the dataset config to leave them out, listed in "
+                    "records/rejected.jsonl):",
+                    *shown,
+                    *([f"  … and {more} more"] if more else []),
+                ]
+            )
+        )
     if not by_split:
         raise DataError(f"{source}: format {fmt} found no rows")
     for split, records in sorted(by_split.items()):
@@ -209,4 +273,19 @@ def convert_dataset(fmt: str, source: Path) -> dict[str, int]:
             json.dumps(r.model_dump(exclude_defaults=True), ensure_ascii=False) for r in records
         )
         (out / f"{split}.jsonl").write_text("".join(line + "\n" for line in lines))
+    if rejected:
+        lines = (
+            json.dumps({"split": split, "id": err.row_id, "why": str(err)}, ensure_ascii=False)
+            for split, err in rejected
+        )
+        (out / "rejected.jsonl").write_text("".join(line + "\n" for line in lines))
+    splits = sorted(set(by_split) | {split for split, _ in rejected})
+    report = {
+        split: {
+            "records": len(by_split.get(split, [])),
+            "rejected": sum(1 for s, _ in rejected if s == split),
+        }
+        for split in splits
+    }
+    (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return {split: len(records) for split, records in sorted(by_split.items())}

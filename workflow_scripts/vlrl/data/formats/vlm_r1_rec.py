@@ -27,7 +27,8 @@ members are found by file name, wherever they lie, ``__MACOSX/`` and ``._*`` ent
   ``[x, y, x + w, y + h]`` in pixels of the original picture), ``normalized_solution`` (× 1000 /
   size, for other models), ``width`` / ``height`` and ids, area, category. Only ``image``,
   ``problem`` and ``solution`` are read; ``width`` / ``height``, when present, must agree with the
-  picture. The archive also holds the ``*_train`` files, not read.
+  picture. The archive also holds the training files (``*_train.jsonl``), which
+  :mod:`vlrl.data.formats.vlm_r1_rec_train` reads with this module's helpers.
 - ``train2014.zip`` (13.5 GB): COCO train2014, members ``train2014/COCO_train2014_<id>.jpg``; an
   item's ``image`` is that path (or the one member ending with ``/`` + it).
 
@@ -177,9 +178,9 @@ def _open_zip(path: Path) -> zipfile.ZipFile:
         raise DataError(f"{path}: not a readable zip archive: {exc}") from None
 
 
-def read_json_member(path: Path, name: str) -> tuple[str, list[Any]]:
-    """The json list in the member of zip ``path`` whose file name is ``name``, and the label
-    that names it in errors (``<zip name>:<member>``)."""
+def read_member(path: Path, name: str) -> tuple[str, bytes]:
+    """The bytes of the member of zip ``path`` whose file name is ``name``, and the label that
+    names it in errors (``<zip name>:<member>``)."""
     if not path.is_file():
         raise DataError(f"{path}: the annotation archive is missing")
     with _open_zip(path) as archive:
@@ -187,11 +188,17 @@ def read_json_member(path: Path, name: str) -> tuple[str, list[Any]]:
         if len(found) != 1:
             what = "no member" if not found else f"several members {found}"
             raise DataError(f"{path}: {what} named {name!r}")
-        label = f"{path.name}:{found[0]}"
-        try:
-            items = json.loads(archive.read(found[0]))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"{label}: not valid json: {exc}") from None
+        return f"{path.name}:{found[0]}", archive.read(found[0])
+
+
+def read_json_member(path: Path, name: str) -> tuple[str, list[Any]]:
+    """The json list in the member of zip ``path`` whose file name is ``name``, and the label
+    that names it in errors (``<zip name>:<member>``)."""
+    label, data = read_member(path, name)
+    try:
+        items = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{label}: not valid json: {exc}") from None
     if not isinstance(items, list):
         raise DataError(f"{label}: holds a {type(items).__name__}, not a list of items")
     return label, items

@@ -4,6 +4,10 @@
   test_rec_r1.py``): the first ``<answer>``, its ``{…[x1, y1, x2, y2]…}`` box (else
   ``[0, 0, 0, 0]``), rescaled from the model-input frame, correct iff IoU > the threshold
   (:func:`vlrl.scoring.grounding.vlm_r1_rec`);
+- ``vlm_r1_rec_baseline``: the script that scored VLM-R1's SFT and base models (its Table 2 SFT
+  rows; om-ai-lab/VLM-R1@90052f4 ``src/eval/test_rec_baseline.py``): the first ``[a, b, c, d]``
+  of signed decimals anywhere in the output (else ``[0, 0, 0, 0]``), rescaled the same way,
+  correct iff IoU > the threshold (:func:`vlrl.scoring.grounding.vlm_r1_rec_baseline`);
 - ``vision_sr1``: Vision-SR1's evaluation (zli12321/Vision-SR1@4480e08 ``Evaluation/``):
   MathRuler ``grade_answer`` on the last ``\\boxed{}``, and the judge (Gemini there) on what
   that rule marks wrong when the experiment has one (:func:`vlrl.scoring.maths.vision_sr1`);
@@ -25,6 +29,14 @@ PROTOCOLS = (
         judge="none",
         covers=frozenset({"grounding"}),
         match=grounding.vlm_r1_rec,
+    ),
+    ScoringProtocol(
+        name="vlm_r1_rec_baseline",
+        title="VLM-R1 REC evaluation of SFT and base models (box anywhere)",
+        source="om-ai-lab/VLM-R1@90052f4 src/eval/test_rec_baseline.py",
+        judge="none",
+        covers=frozenset({"grounding"}),
+        match=grounding.vlm_r1_rec_baseline,
     ),
     ScoringProtocol(
         name="vision_sr1",

@@ -1,0 +1,289 @@
+"""``vlrl plan <experiment>``: what a run will do and cost, before anything runs.
+
+- the stages, as Snakemake's dry run decides them: to run (and why) or cached;
+- the downloads (datasets, base model), their pinned source and size where known, and what
+  blocks them (an unpinned revision: ``vlrl pin``; a user-provided folder that is missing);
+- the disk the run needs: downloads, the models it writes, GRPO's checkpoints;
+- the servers it needs (judge, reward model, generation endpoint), started or to be running;
+- a compute and memory estimate derived from the recipe (:mod:`vlrl.workflow.cost`), every
+  assumption stated, next to the hardware and time the source reports (``reported:``);
+- the values the public sources leave unknown (``unknown:``) and the declared deviations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vlrl import paths
+from vlrl.workflow.dag import Planned, planned_jobs
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Download:
+    """One thing the run fetches (or copies from a user-provided folder)."""
+
+    kind: str
+    name: str
+    source: str
+    size_bytes: int | None
+    state: str
+    """``present``, ``to fetch``, or what blocks it."""
+
+    @property
+    def blocked(self) -> bool:
+        return self.state not in ("present", "to fetch", "built locally")
+
+
+@dataclass(frozen=True)
+class Server:
+    """An OpenAI-compatible endpoint the run talks to."""
+
+    key: str
+    how: str
+
+
+@dataclass
+class Plan:
+    """Everything :func:`render` prints."""
+
+    experiment: str
+    jobs: list[Planned]
+    downloads: list[Download]
+    disk: list[tuple[str, float | None, str]]
+    servers: list[Server]
+    estimate: Any = None
+    reported: Any = None
+    unknown: dict[str, str] = field(default_factory=dict)
+    deviations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def to_run(self) -> list[Planned]:
+        return [p for p in self.jobs if p.needed]
+
+
+def _size(value: int | None) -> str:
+    return "size unknown" if value is None else f"{value / GB:,.2f} GB"
+
+
+def downloads(cfg: Any) -> list[Download]:
+    """The base model and every dataset the experiment reads (records and benchmarks)."""
+    from vlrl.benchmarks import load_benchmark
+    from vlrl.config import load_dataset, load_model
+    from vlrl.config.data import DATA_SPLITS
+
+    found = []
+    model = load_model(cfg.base_model)
+    present = (paths.model_resource(cfg.base_model) / "config.json").is_file()
+    if model.hf is None:
+        found.append(Download("model", cfg.base_model, "tiny (built here)", None, "built locally"))
+    else:
+        rev = model.hf.revision
+        state = "present" if present else "to fetch"
+        if rev is None:
+            state = f"UNPINNED ({model.hf.unpinned}): run `vlrl pin {cfg.base_model}` online"
+        source = f"{model.hf.repo_id}@{rev[:12] if rev else '?'}"
+        found.append(Download("model", cfg.base_model, source, model.size_bytes, state))
+    names = [s.dataset for split in DATA_SPLITS for s in getattr(cfg.data, split)]
+    names += [d for b in cfg.benchmarks if (d := load_benchmark(b).dataset) is not None]
+    for name in dict.fromkeys(names):
+        ds = load_dataset(name)
+        present = paths.dataset_resource(name).is_dir()
+        if ds.local is not None:
+            folder = paths.root() / ds.local
+            state = "present" if present else "to fetch"
+            if not present and not folder.is_dir():
+                state = f"USER-PROVIDED, missing: put its files in {ds.local} (see its description)"
+            found.append(Download("dataset", name, f"local {ds.local}", ds.size_bytes, state))
+            continue
+        state = "present" if present else "to fetch"
+        if ds.revision is None:
+            state = f"UNPINNED: run `vlrl pin {name}` online first"
+        source = f"{ds.repo_id}@{ds.revision[:12] if ds.revision else '?'}"
+        found.append(Download("dataset", name, source, ds.size_bytes, state))
+    return found
+
+
+def servers(cfg: Any) -> list[Server]:
+    """Every endpoint the experiment configures, with its dotted key."""
+    from vlrl.config.base import Section
+    from vlrl.config.endpoints import EndpointConfig
+
+    found: list[Server] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, EndpointConfig):
+            if node.serve is not None:
+                model = node.serve.model or "the checkpoint evaluated"
+                how = f"started by the stage: {node.serve.backend} serve {model}"
+            else:
+                how = f"must be running at {node.base_url} (model {node.model})"
+            found.append(Server(where, how))
+            return
+        if isinstance(node, Section):
+            for name in type(node).model_fields:
+                walk(getattr(node, name), f"{where}.{name}" if where else name)
+
+    walk(cfg, "")
+    return found
+
+
+def disk(
+    cfg: Any, params: int | None, found: list[Download]
+) -> list[tuple[str, float | None, str]]:
+    """``(what, bytes or None, basis)`` of the disk the run fills."""
+    rows: list[tuple[str, float | None, str]] = []
+    known = [d.size_bytes for d in found if d.size_bytes is not None]
+    unknown = [d.name for d in found if d.size_bytes is None and d.state != "built locally"]
+    basis = "the sizes the configs state" + (
+        f"; not stated: {', '.join(unknown)}" if unknown else ""
+    )
+    rows.append(("downloads", float(sum(known)) if known else None, basis))
+    if params is None:
+        rows.append(("models written", None, "parameter count unknown"))
+        return rows
+    written = [
+        name
+        for name, on in (
+            ("sft", cfg.sft.enabled),
+            ("grpo", cfg.grpo.enabled),
+            ("merged", cfg.grpo.enabled),
+        )
+        if on
+    ]
+    rows.append(
+        (
+            "models written",
+            len(written) * params * 2.0,
+            f"{len(written)} full copies ({', '.join(written)}) x {params:,} parameters x 2 "
+            "bytes (bf16)",
+        )
+    )
+    if cfg.grpo.enabled and cfg.grpo.save_steps:
+        keep = cfg.grpo.save_total_limit
+        rows.append(
+            (
+                "GRPO checkpoints",
+                keep * params * 14.0,
+                f"save_total_limit {keep} x {params:,} parameters x 14 bytes (bf16 weights + "
+                "fp32 AdamW moments and master weights, as DeepSpeed saves them); removed at "
+                "the end",
+            )
+        )
+    return rows
+
+
+def make_plan(exp: str) -> Plan:
+    """The plan of experiment ``exp`` (validated first).
+
+    Raises:
+        ConfigError: the experiment is invalid, or Snakemake cannot build its DAG.
+    """
+    from vlrl.config import load_model
+    from vlrl.workflow.check import load_checked
+
+    cfg = load_checked(exp)
+    jobs = planned_jobs([str(paths.report_dir(exp))], config={"experiments": [exp]})
+    found = downloads(cfg)
+    model = load_model(cfg.base_model)
+    estimate = _estimate(cfg, model, _train_records(cfg, exp))
+    params = getattr(estimate, "parameters", None) or model.parameters
+    return Plan(
+        experiment=exp,
+        jobs=jobs,
+        downloads=found,
+        disk=disk(cfg, params, found),
+        servers=servers(cfg),
+        estimate=estimate,
+        reported=cfg.reported,
+        unknown=dict(cfg.unknown),
+        deviations=dict(cfg.deviations),
+    )
+
+
+def _estimate(cfg: Any, model: Any, records: int | None) -> Any:
+    from vlrl.benchmarks import load_benchmark
+    from vlrl.config import load_dataset
+    from vlrl.workflow import cost
+
+    def size(dataset: str | None) -> tuple[int, int] | None:
+        """(height, width) of the dataset's typical picture, when its config states it."""
+        stated = load_dataset(dataset).image_size if dataset else None
+        return (stated[1], stated[0]) if stated else None
+
+    train = [size(s.dataset) for s in cfg.data.train]
+    typical = next((s for s in train if s is not None), None)
+    benches = []
+    for name in cfg.benchmarks:
+        bench = load_benchmark(name)
+        items = bench.max_items
+        if bench.subsample is not None:
+            items = min(items, bench.subsample.n) if items else bench.subsample.n
+        if items is None and bench.loader == "experiment_split" and cfg.data.source == "shapes":
+            items = getattr(cfg.data.shapes, f"n_{bench.split}", None)
+        benches.append(cost.Benchmark(name, items, bench.max_new_tokens, size(bench.dataset)))
+    return cost.estimate(
+        cfg,
+        model,
+        sft_records=records,
+        grpo_records=records,
+        benchmarks=benches,
+        assumptions=cost.Assumptions(image_size=typical),
+    )
+
+
+def _train_records(cfg: Any, exp: str) -> int | None:
+    """Training records when known before the run: the shapes world's size, or the data stage's
+    output when it exists."""
+    if cfg.data.source == "shapes":
+        return cfg.data.shapes.n_train
+    return _count_lines(paths.data_dir(exp) / "train.jsonl")
+
+
+def _count_lines(path: Path) -> int | None:
+    if not path.is_file():
+        return None
+    with path.open("rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+def render(plan: Plan) -> str:
+    """The plan as text (markdown-ish, for a terminal)."""
+    lines = [f"# Plan: {plan.experiment}", ""]
+    todo, cached = plan.to_run, [p for p in plan.jobs if not p.needed]
+    lines.append(f"## Stages: {len(todo)} to run, {len(cached)} cached (Snakemake's dry run)")
+    for item in plan.jobs:
+        name = "--".join([item.job.rule, *item.job.wildcards.values()])
+        mark = "run   " if item.needed else "cached"
+        why = f"  ({item.reason})" if item.needed and item.reason else ""
+        lines.append(f"  {mark} {name}{why}")
+    lines += ["", "## Downloads"]
+    for d in plan.downloads:
+        lines.append(f"  {d.kind} {d.name}: {d.source}, {_size(d.size_bytes)}: {d.state}")
+    blocked = [d for d in plan.downloads if d.blocked]
+    if blocked:
+        lines.append(f"  BLOCKED: {len(blocked)} download(s) cannot run as configured (above)")
+    lines += ["", "## Disk"]
+    total = 0.0
+    for what, size, basis in plan.disk:
+        total += size or 0.0
+        lines.append(f"  {what}: {_size(None if size is None else int(size))} ({basis})")
+    lines.append(f"  at least {total / GB:,.2f} GB")
+    lines += ["", "## Servers"]
+    lines += [f"  {s.key}: {s.how}" for s in plan.servers] or ["  none"]
+    lines += ["", "## Compute and memory (estimate)"]
+    if plan.estimate is not None:
+        lines += [f"  {line}" for line in plan.estimate.lines()]
+    if plan.reported is not None:
+        r = plan.reported
+        lines += ["", f"## Reported by the source: {r.hardware}, {r.time} ({r.source})"]
+    if plan.unknown:
+        lines += ["", "## Unknown in the public sources (the values set are stated guesses)"]
+        lines += [f"  {key}: {why}" for key, why in plan.unknown.items()]
+    if plan.deviations:
+        lines += ["", "## Deviations from the sources"]
+        lines += [f"  {key}: {why}" for key, why in plan.deviations.items()]
+    return "\n".join(lines)

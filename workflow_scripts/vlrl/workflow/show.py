@@ -1,0 +1,108 @@
+"""``vlrl show <experiment>``: the resolved config, every value with where it comes from.
+
+Each leaf key of the validated experiment is listed with its value and its origin: the file and
+line that set it (the experiment's own file or an ancestor of its ``extends:`` chain, with the
+comment written there, which cites the public source by convention), a ``--set`` override, a
+value derived from another key (:data:`vlrl.config.experiment.DERIVED`), or the schema's default.
+Keys the recipe marks ``unknown`` (the public sources do not give them) say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vlrl import paths
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One leaf of the resolved config."""
+
+    key: str
+    value: Any
+    origin: str
+    """``file:line``, ``--set``, ``derived from <key>`` or ``default``."""
+    note: str = ""
+    """The comment at the origin (its cited source), or why the value is unknown."""
+    unknown: bool = False
+
+    def line(self) -> str:
+        flag = "  [UNKNOWN in the sources]" if self.unknown else ""
+        note = f"  # {self.note}" if self.note else ""
+        return f"{self.key} = {_text(self.value)}  ({self.origin}){flag}{note}"
+
+
+def _text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+
+
+def _relative(file: str) -> str:
+    """``file`` relative to the project root when it lies under it."""
+    from pathlib import Path
+
+    try:
+        return Path(file).resolve().relative_to(paths.root()).as_posix()
+    except ValueError:
+        return file
+
+
+def _leaves(node: Any, prefix: str) -> list[tuple[str, Any]]:
+    if isinstance(node, dict) and node:
+        found = []
+        for key, value in node.items():
+            found += _leaves(value, f"{prefix}.{key}" if prefix else str(key))
+        return found
+    return [(prefix, node)]
+
+
+def shown(name: str, overrides: list[str] | None = None) -> list[Shown]:
+    """Every leaf of experiment ``name`` (its ``extends:`` chain merged, the overrides set),
+    with its origin.
+
+    Raises:
+        ConfigError: the experiment is missing or invalid (every problem named).
+    """
+    from vlrl.config import experiment_tree, load_experiment
+    from vlrl.config.experiment import DERIVED
+
+    cfg = load_experiment(name, overrides)
+    merged = experiment_tree(paths.experiment_file(name), overrides)
+    rows = []
+    for key, value in _leaves(cfg.model_dump(mode="json"), ""):
+        if key.startswith(("unknown.", "deviations.")):
+            continue
+        origin = merged.origins.get(key)
+        unknown = cfg.unknown.get(key)
+        if origin is not None:
+            where, note = _relative(str(origin)), origin.comment
+        elif key in DERIVED:
+            where, note = f"derived from {DERIVED[key]}", ""
+        else:
+            where, note = "default", ""
+        if unknown is not None:
+            note = f"{unknown}" + (f"; {note}" if note else "")
+        rows.append(Shown(key, value, where, note, unknown is not None))
+    return rows
+
+
+def render(name: str, overrides: list[str] | None = None, only_set: bool = False) -> str:
+    """The text ``vlrl show`` prints: the chain, then one line per key (``only_set``: leave out
+    the schema's defaults), then the recipe's declared deviations from its sources."""
+    from vlrl.config import experiment_tree, load_experiment
+
+    cfg = load_experiment(name, overrides)
+    chain = experiment_tree(paths.experiment_file(name), overrides).chain
+    lines = [
+        f"# {name}: {cfg.description}".rstrip(": "),
+        f"# files: {' ← '.join(_relative(f) for f in chain)}",
+    ]
+    lines += [
+        row.line() for row in shown(name, overrides) if not (only_set and row.origin == "default")
+    ]
+    if cfg.deviations:
+        lines += ["", "# deviations from the sources:"]
+        lines += [f"#   {key}: {why}" for key, why in cfg.deviations.items()]
+    return "\n".join(lines)
