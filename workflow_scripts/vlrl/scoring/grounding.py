@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from vlrl.answers import parse_box
 from vlrl.scoring.candidate import Candidate, Verdict
@@ -82,15 +83,24 @@ def vlm_r1_rec(candidate: Candidate) -> Verdict:
     Raises:
         ValueError: the candidate is not grounding, or has no gold box.
     """
+    return _rec_verdict(candidate, extract_bbox, "VLM-R1's REC rule")
+
+
+def _rec_verdict(
+    candidate: Candidate, extract: Callable[[str], list[float] | None], rule: str
+) -> Verdict:
+    """What VLM-R1's two REC scripts share once a box is read: ``[0, 0, 0, 0]`` without one,
+    the rescale from the model-input frame, IoU floored at 0 against the first gold box,
+    correct iff IoU > the threshold."""
     if candidate.problem_type != "grounding":
         raise ValueError(
-            f"item {candidate.item_id!r}: VLM-R1's REC rule has no rule for problem_type "
+            f"item {candidate.item_id!r}: {rule} has no rule for problem_type "
             f"{candidate.problem_type!r}"
         )
     gold = list(candidate.boxes[0]) if candidate.boxes else parse_box(candidate.answer)
     if gold is None:
         raise ValueError(f"item {candidate.item_id!r}: no gold box (boxes empty, answer has none)")
-    read = extract_bbox(candidate.response)
+    read = extract(candidate.response)
     box: list[float] = list(read) if read is not None else [0, 0, 0, 0]
     if candidate.box_frames is not None:
         input_size, image_size = candidate.box_frames
@@ -130,19 +140,4 @@ def vlm_r1_rec_baseline(candidate: Candidate) -> Verdict:
     Raises:
         ValueError: the candidate is not grounding, or has no gold box.
     """
-    if candidate.problem_type != "grounding":
-        raise ValueError(
-            f"item {candidate.item_id!r}: VLM-R1's baseline REC rule has no rule for "
-            f"problem_type {candidate.problem_type!r}"
-        )
-    gold = list(candidate.boxes[0]) if candidate.boxes else parse_box(candidate.answer)
-    if gold is None:
-        raise ValueError(f"item {candidate.item_id!r}: no gold box (boxes empty, answer has none)")
-    read = extract_bbox_baseline(candidate.response)
-    box: list[float] = list(read) if read is not None else [0, 0, 0, 0]
-    if candidate.box_frames is not None:
-        input_size, image_size = candidate.box_frames
-        box = rescale_box(box, list(input_size), list(image_size))
-    iou = max(vlm_r1_iou(box, gold), 0.0)
-    extracted = json.dumps(read) if read is not None else None
-    return Verdict(extracted, iou, int(iou > candidate.iou_threshold))
+    return _rec_verdict(candidate, extract_bbox_baseline, "VLM-R1's baseline REC rule")
