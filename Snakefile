@@ -33,7 +33,11 @@ rule all:
     default_target: True
 
 
-# After a successful run, DVC records the same jobs as up to date (dvc commit; changes no file),
-# so `dvc status` and `dvc repro` agree with Snakemake. `snakemake --no-hooks` skips it.
+# After a successful run, DVC records the same jobs as up to date (dvc commit --no-relink:
+# changes no file but dvc.lock, and dvc.yaml where it no longer describes the DAG), so
+# `dvc status` and `dvc repro` agree with Snakemake (vlrl.workflow.handover).
+# `snakemake --no-hooks` skips it.
 onsuccess:
-    handover_to_dvc(workflow.dag.jobs)
+    from vlrl.workflow import handover
+
+    handover.after_snakemake(workflow.dag.jobs)

@@ -17,7 +17,7 @@ import functools
 import os
 from pathlib import Path
 
-from vlrl import benchmarks, paths
+from vlrl import benchmarks, paths, sharing
 from vlrl.distributed import processes_per_node
 from vlrl.generation import generating_processes
 from vlrl.workflow import resolve
@@ -49,6 +49,13 @@ def code(stage):
     return code_files(stage)
 
 
+def grpo_code(wildcards):
+    """The source files an experiment's GRPO runs: of the reward families, only those of the
+    rewards it lists (vlrl.workflow.stage_deps.code_modules), so editing a reward reruns the
+    experiments that use it."""
+    return code_files("grpo", rewards=list(experiment(wildcards.exp).grpo.rewards))
+
+
 @functools.cache
 def experiment(name):
     """The validated config of one experiment (raises ConfigError naming the file and key)."""
@@ -68,14 +75,6 @@ def stage_params(stage):
         wildcard = resolve.RESOURCE_STAGES[stage].wildcard
         return lambda wildcards: resolve.ensure(stage, getattr(wildcards, wildcard))
     return lambda wildcards: resolve.ensure(stage, wildcards.exp, _resolved_experiment(wildcards.exp))
-
-
-def handover_to_dvc(jobs):
-    """After a successful run: record the run's jobs in dvc.lock (vlrl.workflow.handover)."""
-    from vlrl.workflow import handover
-    from vlrl.workflow.dvc_export import name_for
-
-    handover.to_dvc(name_for(job.rule.name, job.wildcards_dict.values()) for job in jobs if job.output)
 
 
 def training_threads(stage):
@@ -134,16 +133,32 @@ def get_base_model(wildcards):
     return str(paths.model_resource(experiment(wildcards.exp).base_model))
 
 
+def get_data(wildcards):
+    """The experiment's records: results/<exp>/data, or an ancestor's that is the same
+    (vlrl.sharing: a child reads what its parent computed when it would compute the same)."""
+    return str(sharing.data_dir(wildcards.exp))
+
+
+def get_grpo_output(wildcards):
+    """The GRPO output the experiment's merge reads (its own, or an ancestor's)."""
+    return str(sharing.grpo_dir(wildcards.exp))
+
+
+def get_predictions(wildcards):
+    """The predictions a score job reads (its own, or an ancestor's)."""
+    return str(sharing.predictions_file(wildcards.exp, wildcards.checkpoint, wildcards.bench))
+
+
 def get_grpo_init(wildcards):
     """The model GRPO starts from: the SFT output, or the base model when SFT is disabled."""
     cfg = experiment(wildcards.exp)
-    return str(paths.policy_start_dir(wildcards.exp, cfg.sft.enabled, cfg.base_model))
+    return str(sharing.policy_start_dir(wildcards.exp, cfg.sft.enabled, cfg.base_model))
 
 
 def get_checkpoint_model(wildcards):
-    """The model directory a checkpoint name stands for (vlrl.paths.checkpoint_model_dir)."""
+    """The model directory a checkpoint name stands for (vlrl.sharing.checkpoint_model_dir)."""
     cfg = experiment(wildcards.exp)
-    return str(paths.checkpoint_model_dir(wildcards.exp, wildcards.checkpoint, cfg.base_model))
+    return str(sharing.checkpoint_model_dir(wildcards.exp, wildcards.checkpoint, cfg.base_model))
 
 
 def get_benchmark_inputs(wildcards):
@@ -158,7 +173,7 @@ def get_scores(wildcards):
     """Every scores file of the experiment: its checkpoints × its benchmarks."""
     cfg = experiment(wildcards.exp)
     return [
-        str(paths.scores_file(wildcards.exp, checkpoint, bench))
+        str(sharing.scores_file(wildcards.exp, checkpoint, bench))
         for checkpoint in cfg.checkpoints
         for bench in cfg.benchmarks
     ]
@@ -192,7 +207,7 @@ def get_report_predictions(wildcards):
     """The predictions behind the scores: the report's sample gallery shows their answers."""
     cfg = experiment(wildcards.exp)
     return [
-        str(paths.predictions_file(wildcards.exp, checkpoint, bench))
+        str(sharing.predictions_file(wildcards.exp, checkpoint, bench))
         for checkpoint in cfg.checkpoints
         for bench in cfg.benchmarks
     ]
@@ -212,7 +227,7 @@ def get_report_curves(wildcards):
     """The GRPO output, whose dvclive training curves the report draws, when the experiment
     evaluates the GRPO model (else none: the report then has no curves section)."""
     cfg = experiment(wildcards.exp)
-    return [str(paths.grpo_dir(wildcards.exp))] if "grpo" in cfg.checkpoints else []
+    return [str(sharing.grpo_dir(wildcards.exp))] if "grpo" in cfg.checkpoints else []
 
 
 def get_report_published(wildcards):

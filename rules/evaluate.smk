@@ -25,7 +25,7 @@ rule infer:
 
 rule score:
     input:
-        predictions=paths.predictions_file("{exp}", "{checkpoint}", "{bench}"),
+        predictions=get_predictions,
         bench=lambda wildcards: rel(paths.benchmark_file(wildcards.bench)),
         code=code("score"),
         params=stage_params("score"),

@@ -4,9 +4,9 @@
 
 rule grpo:
     input:
-        data=paths.data_dir("{exp}"),
+        data=get_data,
         model=get_grpo_init,
-        code=code("grpo"),
+        code=grpo_code,
         params=stage_params("grpo"),
     output:
         directory(paths.grpo_dir("{exp}")),
@@ -25,7 +25,7 @@ rule grpo:
 
 rule merge:
     input:
-        grpo=paths.grpo_dir("{exp}"),
+        grpo=get_grpo_output,
         # a LoRA adapter is merged into the model GRPO started from
         model=get_grpo_init,
         code=code("merge"),

@@ -3,7 +3,7 @@
 
 rule sft:
     input:
-        data=paths.data_dir("{exp}"),
+        data=get_data,
         model=get_base_model,
         code=code("sft"),
         params=stage_params("sft"),

@@ -63,11 +63,17 @@ def clone_files() -> list[Path]:
 class Project:
     """A throwaway git + DVC copy of the project; its own code runs (PYTHONPATH)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, copy_of: Project | None = None) -> None:
+        """A fresh copy of the working tree at ``root``, or (``copy_of``) a copy of another
+        scratch project as it stands: its git history, DVC cache and records, Snakemake's
+        records and every file, with their times (what a rebuilt one would have)."""
         self.root = root
-        for name in clone_files():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(ROOT / name, root / name)
+        if copy_of is not None:
+            shutil.copytree(copy_of.root, root, symlinks=True, dirs_exist_ok=True)
+        else:
+            for name in clone_files():
+                (root / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(ROOT / name, root / name)
         self.env = {
             **os.environ,
             "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
@@ -84,6 +90,8 @@ class Project:
             "GIT_COMMITTER_NAME": "t",
             "GIT_COMMITTER_EMAIL": "t@example.org",
         }
+        if copy_of is not None:
+            return
         self("git", "init", "-q")
         self("dvc", "init", "-q")
         self("git", "add", "-A")

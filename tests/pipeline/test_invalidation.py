@@ -14,7 +14,7 @@ import re
 import pytest
 import yaml
 from plans import add_comment, assert_same_plan, dvc_plan, edited, snakemake_plan
-from scratch_project import SHRUNK_DEFAULT, Project
+from scratch_project import Project
 
 pytestmark = pytest.mark.slow
 
@@ -29,11 +29,10 @@ CONFIG = "workflow_scripts/vlrl/config"
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    project = Project(tmp_path_factory.mktemp("invalidation"))
-    project.set_values(EXP_FILE, SHRUNK_DEFAULT)
-    project.repro_log = project("dvc", "repro")
-    return project
+def built(built_copy: Project) -> Project:
+    """The shrunk default built with `dvc repro` (tests/pipeline/conftest.py), this module's
+    copy."""
+    return built_copy
 
 
 def test_the_shrunk_default_runs_every_stage(built: Project) -> None:
@@ -66,7 +65,9 @@ CODE_EDITS = [
     ("stages/score.py", set(SCORE)),
     ("stages/report.py", set(REPORT)),
     # a module a stage reaches only through its imports
-    ("rewards/vlm_r1.py", {f"grpo--{EXP}"}),
+    ("rewards/common.py", {f"grpo--{EXP}"}),
+    # a reward family the experiment does not use (its grpo.rewards are common.*)
+    ("rewards/vlm_r1.py", set()),
     ("scoring/stats.py", {*SCORE, *REPORT}),
     ("generation/hf.py", set(INFER)),
     ("algorithms/trl_setup.py", {f"grpo--{EXP}"}),

@@ -6,8 +6,10 @@ A seeded property test. ``hypothesis`` is not pinned in envs/, so the texts come
 bbox / boxed / json fences), box lists with NaN, ±Infinity, 1e400 and 5000-digit numbers, deep
 nesting (10,000 levels) and the empty string, each alone and inside the wrappers the rewards parse.
 100 kB texts (about 25,000 tokens, beyond any completion budget here) run in a ``slow`` test.
-The columns are the ones each reward reads (see the family test files). The thinking
-reward-model reward (``sophiavl.thinking``) needs an endpoint and is not in the registry.
+Every registered reward is exercised, a new one too, with no entry here: on :data:`ROWS`, rows
+with every column GRPO's dataset gives a reward, or on the rows :data:`COLUMNS` gives it to reach
+its scoring paths (see the family test files). The thinking reward-model reward
+(``sophiavl.thinking``) needs an endpoint: tests/rewards/test_thinking.py plays its failures.
 """
 
 from __future__ import annotations
@@ -34,7 +36,20 @@ SOPHIAVL_ROWS = [
     ("free_form", "a red circle"), ("yes_no", "yes"),
 ]  # fmt: skip
 
-# The columns of one row, per reward: one dict per variant worth exercising.
+# One row per problem type with every column GRPO's dataset gives a reward (the dataset's rows
+# of vlrl.algorithms.trl_setup.build_dataset, less the prompt and the images): what a reward that
+# has no entry in COLUMNS is exercised on.
+ROWS = [
+    {
+        "problem": "q", "answer": a, "possible_answers": [a], "problem_type": t,
+        "boxes": [GT_BOX], "options": ["a", "b"], "caption": "a cat", "image_sizes": [[280, 224]],
+        "task": t, "id": f"row-{t}",
+    }
+    for t, a in ACCURACY_ROWS
+]  # fmt: skip
+
+# The columns of one row, for the rewards that need rows of their own to reach their scoring
+# paths: one dict per variant worth exercising. A reward not listed is exercised on ROWS.
 COLUMNS: dict[str, list[dict]] = {
     "common.format": [{}],
     **{
@@ -208,16 +223,34 @@ def _ok(values: list) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def test_every_registered_reward_has_columns_here() -> None:
-    # A configured reward calls a server: tests/rewards/test_thinking.py plays its failures.
-    functions = {n for n, entry in REGISTRY.items() if not isinstance(entry, ConfiguredReward)}
-    assert set(COLUMNS) == functions, "give a new reward its columns in COLUMNS"
+def reward_names() -> list[str]:
+    """Every registered reward but the configured ones (they call a server), then the
+    configured variants of :data:`EXTRA`."""
+    functions = [n for n, entry in REGISTRY.items() if not isinstance(entry, ConfiguredReward)]
+    return sorted(functions) + sorted(EXTRA)
+
+
+def test_columns_name_registered_rewards() -> None:
+    assert not set(COLUMNS) - set(REGISTRY), "COLUMNS names a reward the registry does not have"
+
+
+def test_a_new_reward_needs_no_entry_here(monkeypatch) -> None:
+    seen = []
+
+    def new_reward(completions, answer, problem_type, **columns):
+        seen.append(problem_type[0])
+        return [float(len(answer[0]))] * len(completions)
+
+    monkeypatch.setitem(REGISTRY, "family.new", new_reward)
+    assert "family.new" in reward_names()
+    assert not _failures("family.new", TEXTS[:2])
+    assert set(seen) == {t for t, _ in ACCURACY_ROWS}
 
 
 def _failures(name: str, texts: list[tuple[str, str]]) -> list[str]:
     fn = EXTRA.get(name) or REGISTRY[name]
     failures = []
-    for columns in COLUMNS.get(name.split("[")[0], [{}]):
+    for columns in COLUMNS.get(name.split("[")[0], ROWS):
         for label, text in texts:
             try:
                 values = _call(name, fn, text, columns)
@@ -229,7 +262,7 @@ def _failures(name: str, texts: list[tuple[str, str]]) -> list[str]:
     return failures
 
 
-NAMES = sorted(COLUMNS) + sorted(EXTRA)
+NAMES = reward_names()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -159,7 +159,10 @@ def test_tiny_shapes_stage_contents(tiny):
     assert report["metrics"] == [{str(paths.metrics_file(EXP)): {"cache": False}}]
     assert params_file("report") in report["deps"]
 
-    assert tiny["plots"] == [{f"results/{EXP}/grpo/dvclive/plots/metrics": {"x": "step"}}]
+    assert tiny["plots"] == [
+        {f"results/{EXP}/grpo/dvclive/plots/metrics": {"x": "step"}},
+        *dvc_export.reward_plots(EXP),
+    ]
 
 
 def test_no_stage_writes_into_another_stages_output(tiny):

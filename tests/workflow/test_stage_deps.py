@@ -176,3 +176,30 @@ def test_recording_config_records_leaves_properties_and_whole_sections() -> None
     assert undeclared(seen, ["sft", "score", "infer"]) == ["grpo.enabled"]
     with pytest.raises(AttributeError, match="read-only"):
         view.seed = 3
+
+
+def test_a_reward_family_is_code_of_the_runs_that_list_its_rewards() -> None:
+    """The registry imports every family; a run's GRPO code has only the families it uses, and
+    the families other code of the stage imports (the GRPO algorithms call some rewards)."""
+    everything = files("grpo")
+    assert {"rewards/satori.py", "rewards/vlm_r1.py", "rewards/common.py"} <= everything
+
+    def narrowed(*rewards: str) -> set[str]:
+        return {f.removeprefix(PKG) for f in stage_deps.code_files("grpo", ROOT, rewards)}
+
+    common = narrowed("common.format", "common.accuracy")
+    assert "rewards/satori.py" not in common and "rewards/vlm_r1.py" not in common
+    assert {"rewards/common.py", "rewards/__init__.py"} <= common
+    assert everything - common == {
+        "rewards/satori.py",
+        "rewards/vlm_r1.py",
+        "rewards/_vlm_r1_grading.py",
+        "rewards/_detection.py",
+    }
+    satori = narrowed("satori.format_think")
+    assert "rewards/satori.py" in satori and "rewards/vlm_r1.py" not in satori
+    assert narrowed(*[f"{f.rsplit('.', 1)[1]}.x" for f in stage_deps.reward_families(ROOT)]) == (
+        everything
+    )
+    # the sharing and the command line's plumbing are no stage's code
+    assert not {"sharing.py", "cli_support.py", "cli.py"} & everything

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from vlrl import paths
+from vlrl import paths, sharing
 from vlrl.config import KeyProblems, Section, load_named
 from vlrl.config.base import UniqueList
 from vlrl.errors import ConfigError, DataError
@@ -223,7 +223,7 @@ def benchmark_inputs(exp: str, bench: str) -> list[Path]:
     """Files the benchmark's items come from (declared as workflow inputs)."""
     cfg = load_benchmark(bench)
     if cfg.loader == "experiment_split":
-        return [paths.data_dir(exp)]
+        return [sharing.data_dir(exp)]
     assert cfg.dataset is not None  # guaranteed by BenchmarkConfig validation
     return [paths.dataset_resource(cfg.dataset)]
 
@@ -231,7 +231,7 @@ def benchmark_inputs(exp: str, bench: str) -> list[Path]:
 def items_file(exp: str, cfg: BenchmarkConfig) -> Path:
     """The records file a benchmark reads; its images are relative to the file's directory."""
     if cfg.loader == "experiment_split":
-        return paths.data_dir(exp) / f"{cfg.split}.jsonl"
+        return sharing.data_dir(exp) / f"{cfg.split}.jsonl"
     assert cfg.dataset is not None and cfg.file is not None  # BenchmarkConfig validation
     return paths.dataset_resource(cfg.dataset) / cfg.file
 

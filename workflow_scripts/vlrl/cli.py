@@ -1,6 +1,8 @@
-"""The ``vlrl`` command: one subcommand per pipeline stage, plus workflow tools.
+"""The vlrl command: one subcommand per pipeline stage, plus workflow tools.
 
-Snakemake rules and DVC stages both call exactly these commands.
+Snakemake rules and DVC stages both call exactly these commands. Run it anywhere in the
+checkout: it finds the project root (the folder holding params.yaml and the Snakefile) above
+the current folder, as git finds .git.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import typer
 from rich.console import Console
 from rich.logging import RichHandler
 
+from vlrl import cli_support
+from vlrl.cli_support import SetCommand
 from vlrl.errors import VlrlError
 from vlrl.paths import CHECKPOINTS
 
@@ -20,26 +24,76 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True)
 log = logging.getLogger("vlrl")
 
-Exp = Annotated[str, typer.Argument(help="Experiment name (config/experiments/<name>.yaml).")]
-Bench = Annotated[str, typer.Argument(help="Benchmark name (config/benchmarks/<name>.yaml).")]
+Exp = Annotated[
+    str,
+    typer.Argument(metavar="EXPERIMENT", help="Experiment name (config/experiments/<name>.yaml)."),
+]
+Bench = Annotated[
+    str,
+    typer.Argument(metavar="BENCHMARK", help="Benchmark name (config/benchmarks/<name>.yaml)."),
+]
 Checkpoint = Annotated[
     str,
     typer.Argument(
-        help=f"Which model of the experiment: {', '.join(CHECKPOINTS[:-1])} or {CHECKPOINTS[-1]}."
+        metavar="CHECKPOINT",
+        help=f"Which model of the experiment: {', '.join(CHECKPOINTS[:-1])} or {CHECKPOINTS[-1]}.",
     ),
 ]
 Overrides = Annotated[
-    list[str] | None, typer.Option("--set", "-s", help="Override a config key: grpo.max_steps=10.")
+    list[str] | None,
+    typer.Option(
+        "--set",
+        "-s",
+        metavar="KEY=VALUE...",
+        help="Override config keys, values read as YAML: --set grpo.max_steps=10 seed=1 (several "
+        "after one --set, or --set again).",
+    ),
 ]
 
 
+def _version(value: bool) -> None:
+    if value:
+        _warn_other_checkout()
+        print(cli_support.version_line())
+        raise typer.Exit()
+
+
 @app.callback()
-def _setup(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def _setup(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug messages.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the version, the checkout the code runs from and its commit.",
+        ),
+    ] = False,
+) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(message)s",
         handlers=[RichHandler(console=err, show_path=False, rich_tracebacks=True)],
     )
+    cli_support.enter_root()
+    _warn_other_checkout()
+
+
+def _warn_other_checkout() -> None:
+    warning = cli_support.other_checkout()
+    if warning:
+        err.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
+
+
+def _fail(exc: VlrlError, escape: bool = False, soft_wrap: bool = False) -> None:
+    """Print a user error as one red line (with a hint when no project root was found) and exit
+    with status 2."""
+    from rich.markup import escape as escaped
+
+    text = escaped(str(exc)) if escape else str(exc)
+    err.print(f"[bold red]error:[/] {text}{cli_support.root_hint()}", soft_wrap=soft_wrap)
+    sys.exit(2)
 
 
 def _run(fn, *args, **kwargs) -> None:
@@ -47,8 +101,7 @@ def _run(fn, *args, **kwargs) -> None:
     try:
         fn(*args, **kwargs)
     except VlrlError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
-        sys.exit(2)
+        _fail(exc)
 
 
 def _stage(name: str, cfg, *args) -> None:
@@ -99,15 +152,17 @@ def _raise_on_sigterm() -> None:
 
 
 def _experiment(exp: str, overrides: list[str] | None):
+    from vlrl import sharing
     from vlrl.config import load_experiment
 
     try:
         if overrides:
             _refuse_tracked_overrides(exp, overrides)
+        # Which ancestor's outputs the stage may read depends on the values it runs with.
+        sharing.use_overrides(exp, overrides)
         return load_experiment(exp, overrides)
     except VlrlError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
-        sys.exit(2)
+        _fail(exc)
 
 
 def _refuse_tracked_overrides(exp: str, overrides: list[str]) -> None:
@@ -128,7 +183,7 @@ def _refuse_tracked_overrides(exp: str, overrides: list[str]) -> None:
         )
 
 
-@app.command()
+@app.command(cls=SetCommand)
 def data(exp: Exp, set_: Overrides = None) -> None:
     """Generate or convert the experiment's data into canonical records."""
     _stage("data", _experiment(exp, set_), exp)
@@ -136,7 +191,9 @@ def data(exp: Exp, set_: Overrides = None) -> None:
 
 @app.command("base-model")
 def base_model(
-    model: Annotated[str, typer.Argument(help="Model name (config/models/<name>.yaml).")],
+    model: Annotated[
+        str, typer.Argument(metavar="MODEL", help="Model name (config/models/<name>.yaml).")
+    ],
 ) -> None:
     """Build or download a base model into resources/models/<name>/."""
     from vlrl.config import load_model
@@ -144,14 +201,15 @@ def base_model(
     try:
         cfg = load_model(model)
     except VlrlError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
-        sys.exit(2)
+        _fail(exc)
     _stage("base_model", cfg, model)
 
 
 @app.command()
 def download(
-    dataset: Annotated[str, typer.Argument(help="Dataset name (config/datasets/<name>.yaml).")],
+    dataset: Annotated[
+        str, typer.Argument(metavar="DATASET", help="Dataset name (config/datasets/<name>.yaml).")
+    ],
 ) -> None:
     """Fetch a dataset at its pinned revision into resources/datasets/<name>/."""
     from vlrl.config import load_dataset
@@ -159,42 +217,41 @@ def download(
     try:
         cfg = load_dataset(dataset)
     except VlrlError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
-        sys.exit(2)
+        _fail(exc)
     _stage("download", cfg, dataset)
 
 
-@app.command()
+@app.command(cls=SetCommand)
 def sft(exp: Exp, set_: Overrides = None) -> None:
     """Cold-start SFT with LLaMA-Factory (runs in the sft environment)."""
     _stage("sft", _experiment(exp, set_), exp)
 
 
-@app.command()
+@app.command(cls=SetCommand)
 def grpo(exp: Exp, set_: Overrides = None) -> None:
     """GRPO with TRL on the SFT model."""
     _stage("grpo", _experiment(exp, set_), exp)
 
 
-@app.command()
+@app.command(cls=SetCommand)
 def merge(exp: Exp, set_: Overrides = None) -> None:
     """Write a standalone HF model from the final GRPO checkpoint."""
     _stage("merge", _experiment(exp, set_), exp)
 
 
-@app.command()
+@app.command(cls=SetCommand)
 def infer(exp: Exp, checkpoint: Checkpoint, bench: Bench, set_: Overrides = None) -> None:
     """Generate predictions of one model of the experiment on one benchmark."""
     _stage("infer", _experiment(exp, set_), exp, checkpoint, bench)
 
 
-@app.command()
+@app.command(cls=SetCommand)
 def score(exp: Exp, checkpoint: Checkpoint, bench: Bench, set_: Overrides = None) -> None:
     """Score predictions under the benchmark's scoring protocol (and a judge where it uses one)."""
     _stage("score", _experiment(exp, set_), exp, checkpoint, bench)
 
 
-@app.command()
+@app.command(cls=SetCommand)
 def report(exp: Exp, set_: Overrides = None) -> None:
     """Tables, plots and metrics.json for the experiment."""
     from vlrl.workflow import stage_deps
@@ -208,13 +265,18 @@ def report(exp: Exp, set_: Overrides = None) -> None:
 def rescore(
     exp: Exp,
     protocol: Annotated[
-        str, typer.Option("--protocol", "-p", help="A scoring protocol (vlrl protocols).")
+        str,
+        typer.Option(
+            "--protocol", "-p", metavar="PROTOCOL", help="A scoring protocol (vlrl protocols)."
+        ),
     ],
     checkpoint: Annotated[
-        list[str] | None, typer.Option("--checkpoint", "-c", help="Only these models.")
+        list[str] | None,
+        typer.Option("--checkpoint", "-c", metavar="CHECKPOINT", help="Only these models."),
     ] = None,
     bench: Annotated[
-        list[str] | None, typer.Option("--benchmark", "-b", help="Only these benchmarks.")
+        list[str] | None,
+        typer.Option("--benchmark", "-b", metavar="BENCHMARK", help="Only these benchmarks."),
     ] = None,
 ) -> None:
     """Rescore existing predictions under another scoring protocol (no new inference) into
@@ -226,7 +288,9 @@ def rescore(
 
 @app.command()
 def protocols(
-    bench: Annotated[str | None, typer.Argument(help="Only this benchmark's.")] = None,
+    bench: Annotated[
+        str | None, typer.Argument(metavar="BENCHMARK", help="Only this benchmark's.")
+    ] = None,
 ) -> None:
     """List the scoring protocols (name, judge use, source) and which benchmarks support each."""
     from vlrl.workflow import rescoring
@@ -234,7 +298,7 @@ def protocols(
     _run(rescoring.show_protocols, bench)
 
 
-@app.command()
+@app.command(cls=SetCommand)
 def show(
     exp: Exp,
     set_: Overrides = None,
@@ -251,9 +315,10 @@ def show(
 
 @app.command()
 def plan(exp: Exp) -> None:
-    """Before anything runs: the stages that would run (Snakemake's dry run), the downloads and
-    their sizes, the disk, the servers, and a GPU-hours and memory estimate with its
-    assumptions, next to what the paper reports."""
+    """Before anything runs: the stages that would run (Snakemake's dry run; `dvc repro` runs
+    the same) and why (a config key with the value the stage last ran with and the new one, a
+    code file, an input), the downloads and their sizes, the disk, the servers, and a GPU-hours
+    and memory estimate with its assumptions, next to what the paper reports."""
     from vlrl.workflow import plan as wf
 
     _run(lambda: print(wf.render(wf.make_plan(exp))))
@@ -262,7 +327,10 @@ def plan(exp: Exp) -> None:
 @app.command()
 def pin(
     name: Annotated[
-        str, typer.Argument(help="An unpinned dataset or model (config/datasets/, config/models/).")
+        str,
+        typer.Argument(
+            metavar="NAME", help="An unpinned dataset or model (config/datasets/, config/models/)."
+        ),
     ],
 ) -> None:
     """Resolve an unpinned hub revision once, online (HF_HUB_OFFLINE=0), and write it into the
@@ -276,16 +344,13 @@ def pin(
 def check() -> None:
     """Validate params.yaml and every experiment, model and benchmark file; list every problem
     (one line each, naming the file and the dotted key) and exit 2 if there is any."""
-    from rich.markup import escape
-
     from vlrl.workflow import check as wf
 
     try:
         wf.check_all()
     except VlrlError as exc:
         # Problems quote values such as [count, arithmetic], which are not markup.
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
-        sys.exit(2)
+        _fail(exc, escape=True, soft_wrap=True)
 
 
 @app.command()
@@ -312,6 +377,19 @@ def dvc_yaml(
 
     _run(dvc_export.main, check_only)
 
+
+def _prose(text: str) -> str:
+    """``text`` with each paragraph on one line: typer's rich help keeps a docstring's line
+    breaks, which then break lines mid-sentence in the list of commands."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+app.info.help = _prose(__doc__)
+for _info in app.registered_commands:
+    _info.help = _prose(_info.help or _info.callback.__doc__ or "")
 
 if __name__ == "__main__":
     app()

@@ -14,9 +14,30 @@ LAUNCHER = "workflow_scripts/vlrl.sh"
 """How rules and DVC stages run ``vlrl``: this checkout's .venv, else the one on PATH."""
 
 
+ROOT_MARKERS = ("params.yaml", "Snakefile")
+"""What makes a folder the project root: :func:`find_root` looks for these files."""
+
+
 def root() -> Path:
-    """The project root: ``$VLRL_ROOT`` or the current directory (where the Snakefile lives)."""
-    return Path(os.environ.get("VLRL_ROOT", ".")).resolve()
+    """The project root: ``$VLRL_ROOT``, else the nearest folder at or above the current one
+    that holds ``params.yaml`` and the Snakefile (as git finds ``.git``, so ``vlrl`` works from
+    a subfolder), else the current directory."""
+    if os.environ.get("VLRL_ROOT"):
+        return Path(os.environ["VLRL_ROOT"]).resolve()
+    here = Path(".").resolve()
+    return find_root(here) or here
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding every :data:`ROOT_MARKERS` file, or None.
+
+    >>> find_root(Path(__file__).parent) == Path(__file__).parents[2]
+    True
+    """
+    for folder in (start, *start.parents):
+        if all((folder / name).is_file() for name in ROOT_MARKERS):
+            return folder
+    return None
 
 
 def _rel(*parts: str) -> Path:

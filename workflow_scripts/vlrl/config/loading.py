@@ -5,7 +5,10 @@ an experiment comes from, and the loaders of the named files."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+import types
+import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,8 +37,23 @@ def load_named(
     """
     if not path.is_file():
         known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ConfigError(f"{path}: no such {kind} {path.stem!r}; known: {known}")
+        raise ConfigError(
+            f"{path}: no such {kind} {path.stem!r}; known: {known}{did_you_mean(path.stem, known)}"
+        )
     return load_yaml_model(path, model, overrides)
+
+
+def did_you_mean(word: str, known: Iterable[str], prefix: str = "") -> str:
+    """``"; did you mean '<prefix><closest>'?"`` naming the known names closest to ``word`` (a
+    typo's likely intent, by :func:`difflib.get_close_matches`), or ``""`` when none is close.
+
+    >>> did_you_mean("learing_rate", ["learning_rate", "beta"], "grpo."), did_you_mean("x", [])
+    ("; did you mean 'grpo.learning_rate'?", '')
+    """
+    close = difflib.get_close_matches(word, list(known), n=2, cutoff=0.7)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(prefix + c) for c in close) + "?"
 
 
 #: Mappings an ``extends:`` child replaces whole instead of merging key by key: a recipe's reward
@@ -130,7 +148,8 @@ def _merged(path: Path, below: list[Path]) -> ExperimentTree:
         return ExperimentTree(tree, own, [str(path)], problems)
     if not parent_path.is_file():
         known = sorted(p.stem for p in parent_path.parent.glob("*.yaml"))
-        problems.append(f"{path}: extends: no experiment {parent!r}; known: {known}")
+        hint = did_you_mean(parent, known)
+        problems.append(f"{path}: extends: no experiment {parent!r}; known: {known}{hint}")
         return ExperimentTree(tree, own, [str(path)], problems)
     base = _merged(parent_path, [*below, path])
     origins = dict(base.origins)
@@ -188,7 +207,9 @@ def load_experiment(name: str, overrides: list[str] | None = None) -> Experiment
     path = paths.experiment_file(name)
     if not path.is_file():
         known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ConfigError(f"{path}: no such experiment {name!r}; known: {known}")
+        raise ConfigError(
+            f"{path}: no such experiment {name!r}; known: {known}{did_you_mean(name, known)}"
+        )
     return load_experiment_file(path, overrides)
 
 
@@ -200,7 +221,7 @@ def load_experiment_file(path: Path, overrides: list[str] | None = None) -> Expe
     try:
         cfg = ExperimentConfig.model_validate(merged.tree)
     except ValidationError as exc:
-        problems += validation_problems(exc, merged.source_of)
+        problems += validation_problems(exc, merged.source_of, ExperimentConfig)
     if problems:
         raise ConfigProblems(problems)
     return cfg
@@ -303,10 +324,13 @@ def _key_lines(node: yaml.Node, where: tuple[str, ...]) -> dict[str, int]:
 
 
 def validation_problems(
-    exc: ValidationError, source: Path | str | Callable[[str], str]
+    exc: ValidationError,
+    source: Path | str | Callable[[str], str],
+    model: type[BaseModel] | None = None,
 ) -> list[str]:
     """One ``<source>: <dotted key>: <what is wrong>`` line per error of ``exc``; ``source`` may
-    be a function of the dotted key (the file that set it, for an ``extends:`` chain).
+    be a function of the dotted key (the file that set it, for an ``extends:`` chain). With the
+    ``model`` that was validated, an unknown key's line names the closest known keys (a typo).
 
     >>> from vlrl.config import InferConfig
     >>> try:
@@ -331,8 +355,55 @@ def validation_problems(
             continue
         got = f" (got {err['input']!r})" if err["type"] != "missing" and "input" in err else ""
         dotted = ".".join(where)
-        lines.append(f"{named(dotted)}: {dotted or '<top>'}: {err['msg']}{got}")
+        hint = ""
+        if err["type"] == "extra_forbidden" and model is not None and where:
+            section = ".".join(where[:-1])
+            known = _keys_at(model, where[:-1])
+            hint = did_you_mean(where[-1], known, f"{section}." if section else "")
+        lines.append(f"{named(dotted)}: {dotted or '<top>'}: {err['msg']}{got}{hint}")
     return lines
+
+
+def _keys_at(model: type[BaseModel], where: list[str]) -> set[str]:
+    """The keys the section at ``where`` (an error's location in ``model``) accepts: the fields
+    of every model allowed there; empty where there is none.
+
+    >>> from vlrl.config import ExperimentConfig
+    >>> sorted(_keys_at(ExperimentConfig, ["resources", "grpo"]))[:3]
+    ['cpus', 'gpus', 'mem_mb']
+    """
+    node: list[Any] = [model]
+    for part in where:
+        # A part no field names (a union member pydantic names in the location): stay.
+        node = [a for t in node for a in _children(t, part)] or node
+    return {f for t in node for m in _members(t) if _is_model(m) for f in m.model_fields}
+
+
+def _members(annotation: Any) -> list[Any]:
+    """The types an annotation allows, through ``Annotated``, ``Optional`` and unions."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _members(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for a in typing.get_args(annotation) for m in _members(a)]
+    return [annotation]
+
+
+def _is_model(t: Any) -> bool:
+    return isinstance(t, type) and issubclass(t, BaseModel)
+
+
+def _children(annotation: Any, part: str) -> list[Any]:
+    """The annotations at key ``part`` below ``annotation``: a model's field, a list's items, a
+    mapping's values."""
+    found = []
+    for t in _members(annotation):
+        args = typing.get_args(t)
+        if _is_model(t) and part in t.model_fields:
+            found.append(t.model_fields[part].annotation)
+        elif typing.get_origin(t) in (list, tuple, dict) and args:
+            found.append(args[-1])
+    return found
 
 
 def load_yaml_model(path: Path, model: type[Model], overrides: list[str] | None = None) -> Model:
@@ -352,7 +423,7 @@ def load_yaml_model(path: Path, model: type[Model], overrides: list[str] | None 
     try:
         cfg = model.model_validate(tree)
     except ValidationError as exc:
-        problems += validation_problems(exc, path)
+        problems += validation_problems(exc, path, model)
     if problems:
         raise ConfigProblems(problems)
     return cfg

@@ -21,7 +21,7 @@ import pandas as pd
 import yaml
 from matplotlib.figure import Figure
 
-from vlrl import paths
+from vlrl import sharing
 from vlrl.errors import StageError
 from vlrl.reporting.plots import png, rc_defaults
 
@@ -42,7 +42,7 @@ MIN_SPAN = 5
 
 
 def curves_dir(exp: str) -> Path:
-    return paths.grpo_curves_dir(exp)
+    return sharing.grpo_curves_dir(exp)
 
 
 def _shown(name: str) -> tuple[int, str] | None:

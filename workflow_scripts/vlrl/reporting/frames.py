@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from vlrl import paths
+from vlrl import sharing
 from vlrl.benchmarks import BenchmarkConfig, load_benchmark
 from vlrl.errors import StageError
 from vlrl.predictions import Scores, items_as_dicts, read_scores
@@ -56,7 +56,7 @@ def load(exp: str, benchmarks: list[str], checkpoints: list[str]) -> list[Evalua
     for bench in benchmarks:
         scores = {}
         for checkpoint in ordered(checkpoints):
-            path = paths.scores_file(exp, checkpoint, bench)
+            path = sharing.scores_file(exp, checkpoint, bench)
             if not path.is_file():
                 raise StageError(
                     f"report: {path} does not exist; run `vlrl score {exp} {checkpoint} {bench}`"
@@ -79,7 +79,7 @@ def results_rows(
             scored = [item for item in scores.items if item.scored]
             if not scored:
                 raise StageError(
-                    f"report: {paths.scores_file(scores.experiment, checkpoint, ev.bench)} "
+                    f"report: {sharing.scores_file(scores.experiment, checkpoint, ev.bench)} "
                     "has no scored item"
                 )
             summary = summarize(items_as_dicts(scored), confidence)
@@ -170,8 +170,8 @@ def comparison_rows(
             if set(ca) != set(cb):
                 only = sorted(set(ca) ^ set(cb))[:5]
                 raise StageError(
-                    f"report: {paths.scores_file(exp, a, ev.bench)} and "
-                    f"{paths.scores_file(exp, b, ev.bench)} score different items (e.g. {only}); "
+                    f"report: {sharing.scores_file(exp, a, ev.bench)} and "
+                    f"{sharing.scores_file(exp, b, ev.bench)} score different items (e.g. {only}); "
                     "a paired comparison needs the same items"
                 )
             ids = sorted(i for i in ca if ca[i] is not None and cb[i] is not None)

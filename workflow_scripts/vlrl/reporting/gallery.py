@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, UnidentifiedImageError
 
-from vlrl import paths
+from vlrl import sharing
 from vlrl.answers import extract_answer, parse_box
 from vlrl.benchmarks import BenchmarkConfig, items_file
 from vlrl.predictions import Prediction, ScoredItem, read_predictions
@@ -203,7 +203,7 @@ def build(
 ) -> list[Item]:
     """The gallery of one benchmark (``settings``: ``report.gallery``)."""
     predictions = {
-        c: {p.id: p for p in read_predictions(paths.predictions_file(exp, c, ev.bench), "report")}
+        c: {p.id: p for p in read_predictions(sharing.predictions_file(exp, c, ev.bench), "report")}
         for c in ev.scores
     }
     scored = {c: {i.id: i for i in s.items} for c, s in ev.scores.items()}

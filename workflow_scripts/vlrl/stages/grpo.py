@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths
+from vlrl import paths, sharing
 from vlrl.algorithms import build_trainer
 from vlrl.algorithms.history import split_log_history, write_curves
 from vlrl.algorithms.trl_setup import (
@@ -175,8 +175,8 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         raise StageError(
             f"experiment {exp}: grpo.enabled is false; the workflow should not run grpo"
         )
-    start = paths.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
-    data_dir = paths.data_dir(exp)
+    start = sharing.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
+    data_dir = sharing.data_dir(exp)
     for needed in (data_dir / "train.jsonl", start / "config.json"):
         if not needed.is_file():
             raise StageError(f"grpo: input {needed} is missing; run the earlier stages first")
@@ -237,8 +237,8 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
 
     from vlrl.timelimit import StopBeforeLimit
 
-    start = paths.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
-    data_dir = paths.data_dir(exp)
+    start = sharing.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
+    data_dir = sharing.data_dir(exp)
     set_seed(cfg.seed)
     records = select_tasks(read_records(data_dir / "train.jsonl"), cfg.grpo)
     dataset = build_dataset(records, data_dir, cfg)

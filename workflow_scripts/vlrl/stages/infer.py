@@ -28,7 +28,7 @@ from typing import Any
 from PIL import Image
 from tqdm import tqdm
 
-from vlrl import paths
+from vlrl import paths, sharing
 from vlrl.benchmarks import load_benchmark, load_items
 from vlrl.config import ExperimentConfig, InferConfig
 from vlrl.data.convert import to_conversation
@@ -58,7 +58,7 @@ def checkpoint_dir(exp: str, cfg: ExperimentConfig, checkpoint: str) -> Path:
         raise StageError(
             f"checkpoint {checkpoint!r} is not evaluated by {exp}; it has {cfg.checkpoints}"
         )
-    return paths.checkpoint_model_dir(exp, checkpoint, cfg.base_model)
+    return sharing.checkpoint_model_dir(exp, checkpoint, cfg.base_model)
 
 
 def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:

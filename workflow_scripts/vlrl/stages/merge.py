@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import shutil
 
-from vlrl import paths
+from vlrl import paths, sharing
 from vlrl.config import ExperimentConfig
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir
@@ -23,7 +23,7 @@ READS = ("base_model", "sft.enabled", "cpu_threads", "cpu_kernels")
 
 def run(exp: str, cfg: ExperimentConfig) -> None:
     """Write ``results/<exp>/model`` from ``results/<exp>/grpo/final``."""
-    final = paths.grpo_final_dir(exp)
+    final = sharing.grpo_final_dir(exp)
     if not final.is_dir():
         raise StageError(f"merge: {final} is missing; run the grpo stage first")
     with atomic_dir(paths.merged_model_dir(exp)) as out:
@@ -31,7 +31,7 @@ def run(exp: str, cfg: ExperimentConfig) -> None:
             from peft import PeftModel
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
-            base_dir = paths.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
+            base_dir = sharing.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
             log.info("merge: merging the LoRA adapter %s into %s", final, base_dir)
             base = AutoModelForImageTextToText.from_pretrained(str(base_dir))
             merged = PeftModel.from_pretrained(base, str(final)).merge_and_unload()

@@ -49,7 +49,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from vlrl import paths
+from vlrl import paths, sharing
 from vlrl.benchmarks import BenchmarkConfig, load_benchmark, protocol_for
 from vlrl.config import ExperimentConfig
 from vlrl.errors import ConfigError, StageError
@@ -183,7 +183,7 @@ def score_benchmark(
             f"score: benchmark {bench} is scored by protocol {protocol.name!r}, an LLM judge's, "
             f"but experiment {exp} sets no score.judge; add one (base_url, model)"
         )
-    source = paths.predictions_file(exp, checkpoint, bench)
+    source = sharing.predictions_file(exp, checkpoint, bench)
     predictions = read_predictions(source)
     log.info(
         "score: %s/%s on %s: %d items from %s", exp, checkpoint, bench, len(predictions), source

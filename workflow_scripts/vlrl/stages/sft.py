@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from vlrl import paths
+from vlrl import paths, sharing
 from vlrl.config import ExperimentConfig, SFTConfig
 from vlrl.data.convert import SHAREGPT_DATASET_INFO, needs_reasoning, to_sharegpt
 from vlrl.distributed import llamafactory_command, rendezvous_for, topology
@@ -190,7 +190,7 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     if not cfg.sft.enabled:
         raise StageError(f"experiment {exp}: sft.enabled is false; the workflow should not run sft")
     fmt = get_prompt(cfg.prompt)
-    data_dir = paths.data_dir(exp)
+    data_dir = sharing.data_dir(exp)
     model_dir = paths.model_resource(cfg.base_model)
     train = data_dir / "sft_train.jsonl"
     if not train.is_file():

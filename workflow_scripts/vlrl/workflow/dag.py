@@ -64,6 +64,8 @@ class Planned:
     job: Job
     needed: bool
     reason: str
+    updated: frozenset[str] = frozenset()
+    """The inputs Snakemake found newer than the outputs (by file time, not content)."""
 
 
 def planned_jobs(
@@ -107,6 +109,7 @@ def _jobs(
     forceall: bool,
 ) -> list[Planned]:
     from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import RerunTrigger
     from snakemake.settings.types import (
         ConfigSettings,
         DAGSettings,
@@ -132,7 +135,14 @@ def _jobs(
                 snakefile=snakefile,
                 workdir=root,
             )
-            workflow_api.dag(DAGSettings(targets=frozenset(targets), forceall=forceall))
+            workflow_api.dag(
+                DAGSettings(
+                    targets=frozenset(targets),
+                    forceall=forceall,
+                    # as profiles/default/config.yaml, which Snakemake's API does not read
+                    rerun_triggers=frozenset({RerunTrigger.MTIME}),
+                )
+            )
             workflow = workflow_api._workflow
             workflow._prepare_dag(
                 forceall=forceall, ignore_incomplete=True, lock_warn_only=True, nolock=True
@@ -145,7 +155,12 @@ def _jobs(
                 enumerate(topo), key=lambda it: (order[it[1].rule.name], _first(it[1]), it[0])
             )
             return [
-                Planned(_job(job), bool(dag.needrun(job)), str(dag.reason(job)))
+                Planned(
+                    _job(job),
+                    bool(dag.needrun(job)),
+                    str(dag.reason(job)),
+                    frozenset(str(f) for f in dag.reason(job).updated_input),
+                )
                 for _, job in ranked
             ]
     except ConfigError:

@@ -21,7 +21,8 @@ stage ``resolve``:
   Snakemake writes while it builds the DAG; tracks all keys of the experiment and model files
   as ``params``; fails when dvc.yaml is stale.
 - top-level ``plots``: the GRPO training curves that the grpo stage logs with dvclive
-  (``results/<exp>/grpo/dvclive/plots/metrics``, x = step).
+  (``results/<exp>/grpo/dvclive/plots/metrics``, x = step), each reward function's mean and
+  standard deviation titled after the function (:func:`reward_plots`).
 
 Both tools then rerun a stage for the same reasons: a changed input (DVC: its hash; Snakemake: its
 time, and params files are rewritten only when their content changes) or a changed command.
@@ -108,12 +109,49 @@ def stage(job: Job) -> dict[str, Any]:
     return entry
 
 
+REWARD_STATISTICS = {"mean": "mean", "std": "standard deviation"}
+"""What TRL logs per reward function and step (``rewards/<name>/mean``, ``.../std``)."""
+
+
 def plots(jobs: Iterable[Job]) -> list[dict[str, Any]]:
-    """Top-level plots: the dvclive curves of every grpo job."""
+    """Top-level plots: the dvclive curves of every grpo job (one plot per file, titled with
+    its path), each reward function's titled after the function (:func:`reward_plots`)."""
+    curves = []
+    for job in jobs:
+        if job.rule == "grpo":
+            exp = job.wildcards["exp"]
+            curves += [{str(paths.grpo_curves_dir(exp)): {"x": "step"}}, *reward_plots(exp)]
+    return curves
+
+
+def reward_plots(exp: str) -> list[dict[str, Any]]:
+    """One plot per reward function and statistic of ``exp``'s GRPO run, whose title and y axis
+    name the function: the folder's own plots of ``rewards/<name>/mean.tsv`` say only ``mean``
+    on their y axis (the column), the same for every function.
+
+    DVC gives a file the definition of its closest listed parent, and to a listed file's
+    siblings the folder definition of none (dvc 3.67: the common path decides), so every file
+    of a ``rewards/<name>/`` folder is listed: both statistics of each configured reward, the
+    mean only of the one an algorithm adds (:data:`vlrl.algorithms.ADDED_REWARDS`).
+    """
+    from vlrl.algorithms import ADDED_REWARDS
+    from vlrl.config import load_experiment
+
+    grpo = load_experiment(exp).grpo
+    logged = {name: tuple(REWARD_STATISTICS) for name in grpo.rewards}
+    if added := ADDED_REWARDS.get(grpo.algorithm):
+        logged[added] = ("mean",)
+    folder = paths.grpo_curves_dir(exp) / "rewards"
     return [
-        {str(paths.grpo_curves_dir(job.wildcards["exp"])): {"x": "step"}}
-        for job in jobs
-        if job.rule == "grpo"
+        {
+            str(folder / name / f"{statistic}.tsv"): {
+                "x": "step",
+                "title": f"{exp}: reward {name}, {REWARD_STATISTICS[statistic]} per step",
+                "y_label": f"{name} ({statistic})",
+            }
+        }
+        for name, statistics in logged.items()
+        for statistic in statistics
     ]
 
 
@@ -142,9 +180,11 @@ def resolve_stage(jobs: Iterable[Job]) -> dict[str, Any]:
             continue
         resource = resolve.RESOURCE_STAGES.get(job.rule)
         name = job.wildcards[resource.wildcard if resource else "exp"]
-        source = resolve.config_file(job.rule, name)
         written[str(resolve.params_file(job.rule, name))] = None
-        sources[os.path.relpath(source, paths.root())] = None
+        # an experiment's values come from its extends: chain too
+        for origin in [name] if resource else resolve.lineage(name):
+            source = resolve.config_file(job.rule, origin)
+            sources[os.path.relpath(source, paths.root())] = None
     return {
         "cmd": f"{paths.LAUNCHER} {RESOLVE}",
         "deps": list(RESOLVE_DEPS),

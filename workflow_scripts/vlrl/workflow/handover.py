@@ -1,13 +1,21 @@
 """Keeping DVC's books in step with Snakemake's, so both tools agree on what is up to date.
 
 Both run the same commands on the same paths but each records what it built: DVC in dvc.lock,
-Snakemake in ``.snakemake/``. :func:`to_dvc` runs from the Snakefile's ``onsuccess`` handler:
-after a successful Snakemake run it writes the resolved configs (``vlrl resolve``) and records
-every job of the run's DAG in dvc.lock with ``dvc commit --force``, which hashes the outputs
-and changes no file. ``dvc status`` then reports nothing to do. (``snakemake --no-hooks`` skips
-it.) The other way, after ``dvc repro``, ``snakemake -n`` has nothing to do as long as
-Snakemake's records do not contradict DVC's; ``snakemake --touch`` re-records them when they do
-(see the README, "Snakemake and DVC on one workspace").
+Snakemake in ``.snakemake/`` and in the files' times (the profiles set ``rerun-triggers:
+mtime``, so the times alone decide: a stage's code and resolved config are input files, and
+Snakemake's other records would only disagree with DVC's runs).
+
+:func:`after_snakemake` runs from the Snakefile's ``onsuccess`` handler. It regenerates
+dvc.yaml when it no longer describes the run's jobs (a benchmark, an experiment or a stage's
+import added without ``vlrl dvc-yaml``), writes the resolved configs (``vlrl resolve``) and
+records every job of the run's DAG in dvc.lock with ``dvc commit --force --no-relink``: DVC
+hashes the outputs and copies them into its cache but leaves the workspace's files alone (a
+relink would rewrite them, newest last in no particular order, and Snakemake would then see
+predictions newer than their scores). ``dvc status`` then reports nothing to do, and
+``snakemake -n`` still has nothing to do. (``snakemake --no-hooks`` skips it.) The other way,
+after ``dvc repro``, outputs are newer than their inputs; where times mislead (a checkout,
+outputs restored by ``dvc checkout``), ``snakemake --touch`` marks the outputs current (see the
+README, "Snakemake and DVC on one workspace" and "Going back after `dvc exp run`").
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -33,8 +42,74 @@ def dvc_executable() -> str:
     return str(beside) if beside.is_file() else (shutil.which("dvc") or "dvc")
 
 
+def _stages(root: Path) -> dict[str, Any]:
+    return (yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages", {})
+
+
+def _tracked(stage: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(deps, outs and metrics) of a dvc.yaml stage, as paths."""
+    outs = [next(iter(o)) for o in [*stage.get("outs", []), *stage.get("metrics", [])]]
+    return set(stage.get("deps", [])), set(outs)
+
+
+def stale_stages(jobs: dict[str, tuple[set[str], set[str]]], root: Path) -> list[str]:
+    """The jobs (stage name -> (input files, output files)) that dvc.yaml does not describe:
+    no such stage, or other deps or outs.
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> _ = (root / "dvc.yaml").write_text("stages: {a: {deps: [x], outs: [{y: {}}]}}")
+    >>> stale_stages({"a": ({"x"}, {"y"}), "b": (set(), {"z"})}, root)
+    ['b']
+    >>> stale_stages({"a": ({"x", "new.py"}, {"y"})}, root)
+    ['a']
+    """
+    stages = _stages(root)
+    return [name for name, io in jobs.items() if name not in stages or _tracked(stages[name]) != io]
+
+
+def after_snakemake(jobs: Iterable[Any], root: Path | None = None) -> list[str]:
+    """The Snakefile's ``onsuccess``: bring dvc.yaml up to date with the run's Snakemake jobs if
+    it describes them otherwise, then record them as up to date in dvc.lock (:func:`to_dvc`).
+
+    Returns the stages committed; does nothing outside a DVC project.
+    """
+    from vlrl.workflow.dvc_export import name_for
+
+    root = Path(root or paths.root())
+    if not _is_dvc_project(root):
+        log.info("handover: %s is not a DVC project; nothing to record", root)
+        return []
+    ran = {
+        name_for(job.rule.name, job.wildcards_dict.values()): (
+            {str(f) for f in job.input},
+            {str(f) for f in job.output},
+        )
+        for job in jobs
+        if job.output
+    }
+    stale = stale_stages(ran, root)
+    if stale:
+        # What `dvc repro` would stop and ask for: the run's DAG is the truth. Said aloud, as
+        # dvc.yaml is committed with dvc.lock.
+        log.warning("handover: dvc.yaml does not describe %s: running `vlrl dvc-yaml`", stale)
+        _run([paths.LAUNCHER, "dvc-yaml"], root, "vlrl dvc-yaml")
+    return to_dvc(list(ran), root)
+
+
+def _is_dvc_project(root: Path) -> bool:
+    return (root / ".dvc").is_dir() and (root / "dvc.yaml").is_file()
+
+
+def _run(command: list[str], root: Path, what: str) -> None:
+    out = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise VlrlError(f"handover: {what} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+
+
 def to_dvc(stage_names: Iterable[str], root: Path | None = None) -> list[str]:
-    """Record the given DVC stages (and ``resolve``) as up to date in dvc.lock.
+    """Record the given DVC stages (and ``resolve``) as up to date in dvc.lock, changing no
+    file but dvc.lock (``--no-relink``).
 
     Stages that dvc.yaml does not have (it is stale: run ``vlrl dvc-yaml``) are skipped with a
     warning. Returns the stages committed; does nothing outside a DVC project.
@@ -43,25 +118,24 @@ def to_dvc(stage_names: Iterable[str], root: Path | None = None) -> list[str]:
     from vlrl.workflow.dvc_export import RESOLVE
 
     root = Path(root or paths.root())
-    if not (root / ".dvc").is_dir() or not (root / "dvc.yaml").is_file():
+    if not _is_dvc_project(root):
         log.info("handover: %s is not a DVC project; nothing to record", root)
         return []
     resolve.main()
-    known = set((yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages", {}))
+    known = set(_stages(root))
     wanted = list(dict.fromkeys(stage_names))
     unknown = [name for name in wanted if name not in known]
     if unknown:
         log.warning(
-            "handover: dvc.yaml has no stage %s; run `vlrl dvc-yaml` so DVC tracks them", unknown
+            "handover: dvc.yaml has no stage %s (an experiment given with --config, not in "
+            "params.yaml; else run `vlrl dvc-yaml`); DVC does not track them",
+            unknown,
         )
     names = [RESOLVE, *(name for name in wanted if name in known)]
-    out = subprocess.run(
-        [dvc_executable(), "commit", "--force", "--quiet", *names],
-        cwd=root,
-        capture_output=True,
-        text=True,
+    _run(
+        [dvc_executable(), "commit", "--force", "--no-relink", "--quiet", *names],
+        root,
+        "dvc commit",
     )
-    if out.returncode != 0:
-        raise VlrlError(f"handover: dvc commit failed ({out.returncode}):\n{out.stderr[-2000:]}")
     log.info("handover: recorded %d stages in dvc.lock", len(names))
     return names

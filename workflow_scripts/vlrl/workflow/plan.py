@@ -59,6 +59,12 @@ class Plan:
     reported: Any = None
     unknown: dict[str, str] = field(default_factory=dict)
     deviations: dict[str, str] = field(default_factory=dict)
+    preview: Any = None
+    """Why each stage to run runs, in the user's terms (:class:`vlrl.workflow.preview.Preview`)."""
+    tracked: bool = True
+    """Whether dvc.yaml has the experiment (it is in params.yaml)."""
+    stale: list[str] = field(default_factory=list)
+    """Stages whose dvc.yaml entry no longer matches the DAG (:func:`preview.stale`)."""
 
     @property
     def to_run(self) -> list[Planned]:
@@ -183,9 +189,12 @@ def make_plan(exp: str) -> Plan:
         ConfigError: the experiment is invalid, or Snakemake cannot build its DAG.
     """
     from vlrl.config import load_model
+    from vlrl.workflow import preview
     from vlrl.workflow.check import load_checked
+    from vlrl.workflow.resolve import experiments_listed
 
     cfg = load_checked(exp)
+    before = preview.snapshot()  # the DAG build rewrites the params files of changed configs
     jobs = planned_jobs([str(paths.report_dir(exp))], config={"experiments": [exp]})
     found = downloads(cfg)
     model = load_model(cfg.base_model)
@@ -201,6 +210,9 @@ def make_plan(exp: str) -> Plan:
         reported=cfg.reported,
         unknown=dict(cfg.unknown),
         deviations=dict(cfg.deviations),
+        preview=preview.explain(jobs, before),
+        tracked=(tracked := exp in experiments_listed()),
+        stale=preview.stale(jobs) if tracked else [],
     )
 
 
@@ -250,16 +262,54 @@ def _count_lines(path: Path) -> int | None:
         return sum(1 for line in fh if line.strip())
 
 
+def _agreement(plan: Plan) -> list[str]:
+    """Whether ``dvc repro`` runs what Snakemake would (:mod:`vlrl.workflow.preview`)."""
+    if not plan.tracked:
+        return [
+            "  not in params.yaml, so not in dvc.yaml: run it with "
+            f"`snakemake --cores 2 --config 'experiments=[{plan.experiment}]'`"
+        ]
+    if plan.stale:
+        return [
+            f"  dvc.yaml is stale for {', '.join(plan.stale)}: `dvc repro` stops at its `resolve` "
+            "stage until `vlrl dvc-yaml`"
+        ]
+    found = plan.preview
+    if found is None or not (found.snakemake_only or found.unknown):
+        return [
+            "  `dvc repro` runs the same stages, after its `resolve` stage (which writes the "
+            "params files); old values are what a stage last ran with"
+        ]
+    lines = []
+    if found.snakemake_only:
+        lines.append(
+            f"  `dvc repro` skips {', '.join(found.snakemake_only)}: Snakemake runs them for "
+            "file times alone (content as dvc.lock records it); `snakemake --touch --cores 1` "
+            "marks them current"
+        )
+    if found.unknown:
+        lines.append(
+            f"  whether `dvc repro` runs {', '.join(found.unknown)} is not known: a folder input "
+            "is newer than their outputs (folders are not compared with dvc.lock here)"
+        )
+    return lines
+
+
 def render(plan: Plan) -> str:
     """The plan as text (markdown-ish, for a terminal)."""
     lines = [f"# Plan: {plan.experiment}", ""]
     todo, cached = plan.to_run, [p for p in plan.jobs if not p.needed]
     lines.append(f"## Stages: {len(todo)} to run, {len(cached)} cached (Snakemake's dry run)")
+    lines += _agreement(plan)
+    why = plan.preview.why if plan.preview is not None else {}
     for item in plan.jobs:
         name = "--".join([item.job.rule, *item.job.wildcards.values()])
-        mark = "run   " if item.needed else "cached"
-        why = f"  ({item.reason})" if item.needed and item.reason else ""
-        lines.append(f"  {mark} {name}{why}")
+        if not item.needed:
+            lines.append(f"  cached {name}")
+            continue
+        lines.append(f"  run    {name}")
+        reasons = why.get(name) or ([f"Snakemake: {item.reason}"] if item.reason else [])
+        lines += [f"           {reason}" for reason in reasons]
     lines += ["", "## Downloads"]
     for d in plan.downloads:
         lines.append(f"  {d.kind} {d.name}: {d.source}, {_size(d.size_bytes)}: {d.state}")

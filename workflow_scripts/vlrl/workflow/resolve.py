@@ -33,8 +33,7 @@ from typing import Any
 
 import yaml
 
-from vlrl import paths
-from vlrl.config.keys import select
+from vlrl import paths, sharing
 from vlrl.files import atomic_file
 
 log = logging.getLogger(__name__)
@@ -109,8 +108,6 @@ def render(stage: str, name: str, tree: dict[str, Any] | None = None) -> str:
 
     ``tree`` is the resolved config when the caller has it already (see :func:`write_all`).
     """
-    from vlrl.workflow.stage_deps import declared_reads
-
     if tree is None:
         tree = (
             resolved_resource(stage, name)
@@ -119,9 +116,16 @@ def render(stage: str, name: str, tree: dict[str, Any] | None = None) -> str:
         )
     source = config_file(stage, name).relative_to(paths.root()).as_posix()
     body = yaml.safe_dump(
-        select(tree, declared_reads(stage)), sort_keys=False, default_flow_style=False, width=1000
+        sharing.stage_values(stage, tree), sort_keys=False, default_flow_style=False, width=1000
     )
-    return HEADER.format(source=source, stage=stage) + body
+    header = HEADER.format(source=source, stage=stage)
+    if stage not in RESOURCE_STAGES:
+        shared = sharing.shared_inputs(name, stage)
+        if shared:
+            # In the file, so that an input moving to another owner reruns the stage.
+            listed = ", ".join(f"{output} of {owner}" for output, owner in shared.items())
+            header += f"# Shared with ancestors (same values, vlrl.sharing): {listed}\n"
+    return header + body
 
 
 def write_if_changed(path: Path, text: str) -> bool:
@@ -157,13 +161,36 @@ def datasets_of(tree: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(name for name in found if name is not None))
 
 
+def lineage(exp: str) -> list[str]:
+    """``exp`` and its ``extends:`` ancestors, nearest first (the files its values come from)."""
+    found = [exp]
+    while (tree := sharing.resolved(found[-1])) and tree.get("extends"):
+        if tree["extends"] in found:  # a cycle: loading reports it
+            break
+        found.append(tree["extends"])
+    return found
+
+
+def with_owners(experiments: list[str]) -> list[str]:
+    """These experiments and the ancestors whose outputs they share (:mod:`vlrl.sharing`):
+    the ancestors' stages run for them, so their params files are needed too."""
+    from vlrl.workflow.stage_deps import stages
+
+    found = list(dict.fromkeys(experiments))
+    for exp in found:  # grows while it is walked: an owner's owners are found in turn
+        for stage in stages():
+            if stage not in RESOURCE_STAGES:
+                found += [o for o in sharing.shared_inputs(exp, stage).values() if o not in found]
+    return found
+
+
 def write_all(experiments: list[str]) -> list[str]:
     """Every params file of these experiments' stages and of the resources they use."""
     from vlrl.workflow.stage_deps import stages
 
     written = []
     resources: dict[tuple[str, str], None] = {}
-    for exp in experiments:
+    for exp in with_owners(experiments):
         tree = resolved_experiment(exp)
         resources[("base_model", tree["base_model"])] = None
         resources.update(dict.fromkeys(("download", name) for name in datasets_of(tree)))

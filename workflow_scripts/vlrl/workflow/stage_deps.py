@@ -36,12 +36,18 @@ from vlrl.errors import ConfigError
 PACKAGE = "vlrl"
 SOURCE_DIR = Path("workflow_scripts")
 """Where the package's source lives, relative to the project root."""
-NOT_CODE = "vlrl.config"
-"""The package whose effect on a stage is captured by the resolved config values it reads: it
-and its modules are not code of any stage."""
+NOT_CODE = ("vlrl.config", "vlrl.sharing")
+"""What is not code of any stage, with its modules: the config package, whose effect on a stage
+is captured by the resolved config values it reads, and :mod:`vlrl.sharing`, whose effect (where
+a stage's inputs live) is captured by the stage's input paths and its params file."""
 ENTRY = "vlrl.cli"
 """The command every stage runs under; what it imports besides stages and tools runs first."""
-ENTRY_SKIPS = ("vlrl.stages.", "vlrl.workflow.")
+ENTRY_SKIPS = ("vlrl.stages.", "vlrl.workflow.", "vlrl.cli_support.", "vlrl.sharing.")
+"""Not code of every stage though the command imports them: the stages (each its own), the
+tools, the command line's own plumbing (as ``vlrl/cli.py`` itself: it parses, the stage
+computes) and :data:`NOT_CODE`'s sharing."""
+REWARDS = "vlrl.rewards"
+"""The reward registry's package (see :func:`reward_families`)."""
 READS_NAME = "READS"
 FILES_NAME = "FILES"
 
@@ -133,13 +139,13 @@ def imported_modules(module: str, root: Path | None = None) -> set[str]:
     return found
 
 
-def is_config(module: str) -> bool:
-    """Whether ``module`` is the config package or one of its modules (:data:`NOT_CODE`).
+def is_not_code(module: str) -> bool:
+    """Whether ``module`` is one of :data:`NOT_CODE` or one of their modules.
 
-    >>> is_config("vlrl.config.training"), is_config("vlrl.config"), is_config("vlrl.configs")
+    >>> is_not_code("vlrl.config.training"), is_not_code("vlrl.config"), is_not_code("vlrl.configs")
     (True, True, False)
     """
-    return module == NOT_CODE or module.startswith(NOT_CODE + ".")
+    return any(module == name or module.startswith(name + ".") for name in NOT_CODE)
 
 
 def _with_parents(module: str) -> list[str]:
@@ -153,20 +159,52 @@ def entry_modules(root: Path | None = None) -> set[str]:
     return {m for m in imported_modules(ENTRY, root) if not f"{m}.".startswith(ENTRY_SKIPS)}
 
 
-def code_modules(stage: str, root: Path | None = None) -> set[str]:
-    """Every ``vlrl`` module the stage runs (see the module docstring), config excluded."""
+def reward_families(root: Path | None = None) -> set[str]:
+    """The reward family modules: those the registry (``vlrl/rewards/__init__.py``) imports at
+    module level from its own package, ``vlrl.rewards.<family>``, home of the rewards named
+    ``<family>.<name>``.
+
+    >>> sorted(reward_families())[:2]
+    ['vlrl.rewards.common', 'vlrl.rewards.satori']
+    """
+    path = module_file(REWARDS, root)
+    if path is None:
+        return set()
+    return {
+        f"{REWARDS}.{alias.name}"
+        for node in _parse(path).body
+        if isinstance(node, ast.ImportFrom) and node.module == REWARDS and not node.level
+        for alias in node.names
+    }
+
+
+def code_modules(
+    stage: str, root: Path | None = None, rewards: Iterable[str] | None = None
+) -> set[str]:
+    """Every ``vlrl`` module the stage runs (see the module docstring), config excluded.
+
+    ``rewards`` (an experiment's ``grpo.rewards`` names) narrows the reward families to those
+    it uses: the registry imports every family, but a run calls only its own rewards, so an
+    edited family is code of only the runs that use one of its rewards (a family that other
+    code of the stage imports is still code through that import).
+    """
     start = f"{PACKAGE}.stages.{stage}"
     if module_file(start, root) is None:
         raise ConfigError(f"stage {stage!r} has no module {source_root(root)}/vlrl/stages/")
+    unused: set[str] = set()
+    if rewards is not None:
+        used = {f"{REWARDS}.{name.split('.')[0]}" for name in rewards}
+        unused = reward_families(root) - used
     seen: set[str] = set()
     todo = [start, *entry_modules(root)]
     while todo:
         module = todo.pop()
         for name in _with_parents(module):
-            if name in seen or is_config(name):
+            if name in seen or is_not_code(name):
                 continue
             seen.add(name)
-            todo.extend(imported_modules(name, root) - seen)
+            imported = imported_modules(name, root) - seen
+            todo.extend(imported - unused if name == REWARDS else imported)
     return seen
 
 
@@ -194,7 +232,9 @@ def data_files(module: str, root: Path | None = None) -> list[Path]:
     return found
 
 
-def code_files(stage: str, root: Path | None = None) -> list[str]:
+def code_files(
+    stage: str, root: Path | None = None, rewards: Iterable[str] | None = None
+) -> list[str]:
     """The source files of :func:`code_modules` and the data files they declare
     (:func:`data_files`), relative to the project root, sorted.
 
@@ -204,10 +244,12 @@ def code_files(stage: str, root: Path | None = None) -> list[str]:
     []
     >>> "workflow_scripts/vlrl/reporting/templates/index.html.j2" in code_files("report")
     True
+    >>> "workflow_scripts/vlrl/rewards/vlm_r1.py" in code_files("grpo", rewards=["common.format"])
+    False
     """
     base = Path(root or paths.root())
     files: set[Path] = set()
-    for module in code_modules(stage, root):
+    for module in code_modules(stage, root, rewards):
         source = module_file(module, root)
         if source is not None:
             files.add(source)

@@ -1,0 +1,92 @@
+"""Change one thing, rerun one thing: a child experiment (``extends:``) that changes only a GRPO
+setting plans and runs GRPO and what follows it, nothing before, in both tools, and reads its
+parent's data, SFT model and base and SFT scores (vlrl.sharing). Its report still shows it whole.
+
+Starts from the shrunk default built once (tests/pipeline/conftest.py) and adds the committed
+child experiment ``tiny_shapes_grpo_lr`` to params.yaml, as the README's recipe says.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+from plans import dvc_plan, snakemake_plan
+from scratch_project import Project
+
+pytestmark = pytest.mark.slow
+
+PARENT, CHILD, BENCH = "tiny_shapes", "tiny_shapes_grpo_lr", "shapes_test"
+CHILD_FILE = f"config/experiments/{CHILD}.yaml"
+CHILD_STAGES = {
+    f"grpo--{CHILD}",
+    f"merge--{CHILD}",
+    f"infer--{CHILD}--grpo--{BENCH}",
+    f"score--{CHILD}--grpo--{BENCH}",
+    f"report--{CHILD}",
+}
+
+
+def _stages(project: Project) -> dict:
+    return yaml.safe_load((project.root / "dvc.yaml").read_text())["stages"]
+
+
+@pytest.fixture(scope="module")
+def family(built_copy: Project) -> Project:
+    built_copy.set_values("params.yaml", {"experiments": [PARENT, CHILD]}, commit=False)
+    built_copy("vlrl", "dvc-yaml")
+    built_copy("git", "add", "-A")
+    built_copy("git", "commit", "-qm", "add the child experiment")
+    return built_copy
+
+
+def test_the_child_has_only_the_stages_it_changes(family: Project) -> None:
+    stages = _stages(family)
+    assert {name for name in stages if f"--{CHILD}" in name} == CHILD_STAGES
+    grpo_deps = stages[f"grpo--{CHILD}"]["deps"]
+    assert f"results/{PARENT}/data" in grpo_deps and f"results/{PARENT}/sft" in grpo_deps
+    report_deps = stages[f"report--{CHILD}"]["deps"]
+    assert f"results/{PARENT}/scores/sft/{BENCH}.json" in report_deps
+    assert f"results/{CHILD}/scores/grpo/{BENCH}.json" in report_deps
+
+
+def test_both_tools_plan_only_the_child_and_it_reports_whole(family: Project) -> None:
+    smk_all, _ = snakemake_plan(family)
+    dvc_all, _ = dvc_plan(family)
+    assert smk_all == dvc_all == CHILD_STAGES
+
+    log = family("dvc", "repro")
+    assert set(re.findall(r"Running stage '([^']+)'", log)) == CHILD_STAGES
+    parent = json.loads((family.root / "results" / PARENT / "metrics.json").read_text())
+    child = json.loads((family.root / "results" / CHILD / "metrics.json").read_text())
+    assert set(child[BENCH]) == {"base", "sft", "grpo"}
+    for checkpoint in ("base", "sft"):
+        assert child[BENCH][checkpoint] == parent[BENCH][checkpoint]
+    summary = json.loads(
+        (family.root / "results" / CHILD / "grpo" / "train_summary.json").read_text()
+    )
+    assert summary["start_model"] == f"results/{PARENT}/sft"
+    rates = {h["learning_rate"] for h in summary["log_history"] if "learning_rate" in h}
+    assert rates == {3.0e-4}, rates
+
+    assert "Nothing to be done" in family.snakemake("-n")
+    assert "Data and pipelines are up to date" in family("dvc", "status")
+
+
+def test_a_change_that_unshares_sft_plans_it_in_both_tools(family: Project) -> None:
+    """The child's DAG changes shape: resolve stops DVC until dvc.yaml is regenerated, then both
+    tools plan the child's own SFT and everything after it, and nothing of the parent's."""
+    family.set_values(CHILD_FILE, {"sft.learning_rate": 1.0e-3})
+    stale = family("dvc", "repro", "--single-item", "resolve", check=False)
+    assert "vlrl dvc-yaml" in stale, stale
+    family("vlrl", "dvc-yaml")
+    smk_all, _ = snakemake_plan(family)
+    dvc_all, _ = dvc_plan(family)
+    expected = CHILD_STAGES | {
+        f"sft--{CHILD}",
+        f"infer--{CHILD}--sft--{BENCH}",
+        f"score--{CHILD}--sft--{BENCH}",
+    }
+    assert smk_all == dvc_all == expected
