@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
+from filelock import FileLock
 from scratch_project import SHRUNK_DEFAULT, Project
 
 EXP_FILE = "config/experiments/tiny_shapes.yaml"
 
 
 @pytest.fixture(scope="session")
-def built_default(tmp_path_factory: pytest.TempPathFactory) -> Project:
+def built_default(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Project:
     """The shrunk default after `dvc repro` in a fresh copy (as after `make run`); never edit
-    it: take a :func:`built_copy`."""
-    project = Project(tmp_path_factory.mktemp("built_default"))
-    project.set_values(EXP_FILE, SHRUNK_DEFAULT)
-    project.repro_log = project("dvc", "repro")
+    it: take a :func:`built_copy`.
+
+    Built once per test session, under xdist too: the first worker to need it builds it in the
+    session's temporary folder that all workers share, the others wait for it and use it.
+    """
+    # xdist: <session>/popen-gwN per worker, so the parent is the session's own folder
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    root, log = shared / "built_default", shared / "built_default.log"
+    with FileLock(str(shared / "built_default.lock")):
+        if log.is_file():
+            project = Project(root, existing=True)
+        else:
+            shutil.rmtree(root, ignore_errors=True)  # a build that failed in another worker
+            root.mkdir()
+            project = Project(root)
+            project.set_values(EXP_FILE, SHRUNK_DEFAULT)
+            log.write_text(project("dvc", "repro"))
+    project.repro_log = log.read_text()
     return project
 
 

@@ -63,12 +63,15 @@ def clone_files() -> list[Path]:
 class Project:
     """A throwaway git + DVC copy of the project; its own code runs (PYTHONPATH)."""
 
-    def __init__(self, root: Path, copy_of: Project | None = None) -> None:
+    def __init__(self, root: Path, copy_of: Project | None = None, existing: bool = False) -> None:
         """A fresh copy of the working tree at ``root``, or (``copy_of``) a copy of another
         scratch project as it stands: its git history, DVC cache and records, Snakemake's
-        records and every file, with their times (what a rebuilt one would have)."""
+        records and every file, with their times (what a rebuilt one would have), or
+        (``existing``) the scratch project already at ``root``."""
         self.root = root
-        if copy_of is not None:
+        if existing:
+            pass
+        elif copy_of is not None:
             shutil.copytree(copy_of.root, root, symlinks=True, dirs_exist_ok=True)
         else:
             for name in clone_files():
@@ -90,7 +93,7 @@ class Project:
             "GIT_COMMITTER_NAME": "t",
             "GIT_COMMITTER_EMAIL": "t@example.org",
         }
-        if copy_of is not None:
+        if copy_of is not None or existing:
             return
         self("git", "init", "-q")
         self("dvc", "init", "-q")
