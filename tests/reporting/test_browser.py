@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import BROWSER, NO_BROWSER
 from PIL import Image
 
 from vlrl import paths
@@ -25,23 +26,9 @@ from vlrl.workflow import resolve, stage_deps
 
 REPO = Path(__file__).resolve().parents[2]
 EXP = "tiny_shapes"
-BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 GALLERY = 4
 
 
-def _browser() -> tuple[str | None, str]:
-    """The Chromium to drive, or None and why there is none."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return None, "playwright is not installed (envs/main.txt pins it: `make setup`)"
-    for name in BROWSERS:
-        if found := shutil.which(name):
-            return found, ""
-    return None, f"no Chromium here ({', '.join(BROWSERS)} not found): `.ci/browser-up` installs it"
-
-
-BROWSER, NO_BROWSER = _browser()
 pytestmark = pytest.mark.skipif(BROWSER is None, reason=NO_BROWSER)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from chromium import BROWSER, NO_BROWSER
 
 from vlrl import paths
 from vlrl.config import load_experiment
@@ -30,7 +31,6 @@ from scratch_project import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 EXP = "tiny_shapes"
-BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 
 
 def readme_command(tool: str) -> list[str]:
@@ -240,20 +240,6 @@ def test_reward_plots_are_titled_after_their_function(plots: Project) -> None:
 def test_plots_page_is_ignored_by_git(plots: Project) -> None:
     status = plots("git", "status", "--porcelain", "--untracked-files=all")
     assert "dvc_plots" not in status, status
-
-
-def _browser() -> tuple[str | None, str]:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return None, "playwright is not installed (envs/main.txt pins it: `make setup`)"
-    for name in BROWSERS:
-        if found := shutil.which(name):
-            return found, ""
-    return None, f"no Chromium here ({', '.join(BROWSERS)} not found): `.ci/browser-up` installs it"
-
-
-BROWSER, NO_BROWSER = _browser()
 
 
 @pytest.mark.skipif(BROWSER is None, reason=NO_BROWSER)

@@ -105,11 +105,6 @@ def grpo_final_dir(exp: str) -> Path:
     return grpo_dir(exp) / GRPO_FINAL
 
 
-def policy_start_dir(exp: str, sft_enabled: bool, base_model: str) -> Path:
-    """The model GRPO starts from: the SFT output, or the base model when SFT is disabled."""
-    return sft_dir(exp) if sft_enabled else model_resource(base_model)
-
-
 def grpo_checkpoints_dir(exp: str) -> Path:
     """Intermediate GRPO checkpoints: outside the stage's atomic output so a killed run can
     resume; not a DVC or Snakemake output; removed when the stage succeeds."""
