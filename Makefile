@@ -13,7 +13,7 @@ export PYTHONHASHSEED := 0
 # again.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup run run-snakemake resume test reproduce smoke test-fast lint format lock dvc-yaml clean
+.PHONY: setup run run-snakemake resume test reproduce smoke mutate test-fast lint format lock dvc-yaml clean
 
 setup: $(STAMPS)/main $(STAMPS)/sft
 
@@ -70,6 +70,11 @@ reproduce: setup
 ## in the released layout) run end to end on CPU in one Snakemake run (about 7 min; both cores)
 smoke: setup
 	pytest -m smoke --timeout 3600 -v tests/pipeline/test_recipe_smoke.py
+
+## mutate: mutation testing (mutmut) of the rewards, scoring, config and stage_deps: the score
+## per module and the mutants no test kills (docs/mutation.md; long, not part of make test)
+mutate: setup
+	python mutation/run.py $(GROUPS)
 
 ## test-fast: unit tests only (no training)
 test-fast: setup

@@ -73,3 +73,16 @@ def test_config_errors_name_the_key(overrides, message, project):
 
     with pytest.raises(ConfigError, match=message):
         load_experiment("tiny_shapes", overrides)
+
+
+def test_second_pass_prompt_takes_the_description_as_decoded() -> None:
+    """Released (verl/trainer/ray_trainer.py @4480e08, lines 673-679) builds the second-pass prompt
+    from the raw decoded text; only its reward function normalises tag whitespace."""
+    from vlrl.algorithms.self_reward import second_pass_prompts
+
+    text = "<description>A chart: 2019 is 3 / 4 of 2020, x < 5.</description><think>t</think>"
+    ((turn,),) = second_pass_prompts([text], ["How many?"])
+    assert turn["content"].startswith("Text description: A chart: 2019 is 3 / 4 of 2020, x < 5.\n")
+    spaced = "< description >two red cubes</ description > < think >t</ think > \\boxed{2}"
+    ((turn,),) = second_pass_prompts([spaced], ["Q"])
+    assert turn["content"].startswith(f"Text description: {spaced}\nQuestion: Q\n")

@@ -161,6 +161,9 @@ def test_pinned_outputs_are_identical_across_checkouts_and_cpus(machines) -> Non
     # GRPO trained: its policy is not the SFT model it started from
     sft, grpo = outputs[first]["sft"], outputs[first]["grpo"]
     assert grpo["final/model.safetensors"] != sft["model.safetensors"]
+    if not second.kernels:
+        # the two checkouts agree, but both ran this CPU's kernels: the cross-CPU half is untested
+        pytest.skip(f"host kernels {capability}: compared across checkouts only, no other CPU")
 
 
 def test_outputs_hold_no_run_times_or_absolute_paths(machines) -> None:

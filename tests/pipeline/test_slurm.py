@@ -3,13 +3,14 @@ sbatch, Slurm runs them, and the artifacts are those of a local run, bit for bit
 
 The cluster is the one-node Slurm that `.ci/slurm-up` starts on this machine (Debian's slurm-wlm,
 munge, slurmdbd on MariaDB for sacct); CI runs it before `make test`. Where no cluster answers,
-the tests skip and say why (pytest prints the reason: -ra).
+the tests skip and say why (pytest prints the reason: -ra); under ``CI=true`` they fail.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -97,6 +98,9 @@ def _wait_for_accounting(job_ids: list[str], timeout_s: float = 60) -> dict[str,
 @pytest.fixture(scope="module")
 def slurm_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str]:
     if NO_CLUSTER:
+        # CI starts a cluster (.ci/run); there, no cluster is a failure, never a silent skip
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {NO_CLUSTER}")
         pytest.skip(NO_CLUSTER)
     project = Project(tmp_path_factory.mktemp("slurm"))
     project.set_values(EXP_FILE, SHRUNK_DEFAULT)

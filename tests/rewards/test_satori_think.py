@@ -1,10 +1,13 @@
 """SATORI with a thinking stage: prompt ``caption_bbox_think_answer``, ``satori.format_think``.
 
-Neither is released (justairr/SATORI-R1 @ 8857b30 has caption → bbox → answer only); both are
-vlrl's construction after paper v2 Fig. 3 (caption → bbox → think → answer). The oracle is the
+Neither is released (justairr/SATORI-R1 @ 8857b30 has caption → bbox → answer only: ``prompt.txt``
+and ``plugin.py`` lines 17-30); both are vlrl's construction after paper v2 Fig. 3 (arXiv
+2505.19094; the project page in the same repository, ``docs/index.html`` lines 184-189 and
+``docs/pics/figure3.png``: Glance (caption) → Focus (bbox) → Think → answer). The oracle is the
 released ``plugin.py`` ``Format`` (verbatim in ``reference/released_satori_format.py``), its regex
 with ``\\s*<think>.*?</think>`` inserted after ``</bbox>``; the released reward itself must reject
-the thinking layout, so the two formats are distinct.
+the thinking layout, so the two formats are distinct. The prompt oracle is ``prompt.txt`` @ 8857b30
+(verbatim in ``reference/released_satori_prompt.txt``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,12 @@
 """Case tables for the SophiaVL-R1 rewards.
 
-Source: kxfan2002/SophiaVL-R1 @ a818494, ``verl/utils/reward_score/math.py``,
-``verl/workers/reward/custom.py`` and ``verl/utils/dataset.py``.
+Source: kxfan2002/SophiaVL-R1 @ a818494: ``verl/utils/reward_score/math.py`` lines 26-100 (the
+format gate and the per-type scores), ``verl/workers/reward/custom.py`` lines 38-126 (the score
+extractors), 167-218 (the reward-model request and its retries) and 281-290 (the answer score),
+``verl/trainer/ray_trainer.py`` line 720 (unlisted types score as ``numerical``) and
+``verl/utils/dataset.py`` lines 38-52 and 169-175 (the user turn). These are copied verbatim in
+``reference/released_sophiavl_rewards.py``; ``test_sophiavl_released.py`` checks that the tables
+below hold the released values and compares the rewards with it on generated inputs.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from vlrl.rewards.sophiavl import (
     outcome_reward,
     parse_thinking_score,
     sophiavl_user_text,
+    strip_dollars,
     thinking_prompt_text,
     thinking_request,
 )
@@ -58,7 +64,7 @@ OUTCOME_CASES = [
     ("<answer>5</answer>", "5", "numerical", 0.0, "format gate: no think"),
     (" " + wrap("5"), "5", "numerical", 0.0, "format gate: leading space"),
     (wrap("5") + "<answer>6</answer>", "5", "numerical", 1.0, "first answer tag"),
-    (wrap("yes"), "Yes", "yes_no", 1.0, "unlisted type → numerical (mathruler)"),
+    (wrap("yes"), "Yes", "yes_no", 1.0, "unlisted type → numerical (ray_trainer.py 720)"),
     (wrap("5"), "5", "essay", 1.0, "unknown type → numerical"),
     # multiple choice
     (wrap("B"), "B", "multiple choice", 1.0, "right letter"),
@@ -68,7 +74,7 @@ OUTCOME_CASES = [
     (wrap("(B)"), "B", "multiple choice", 0.0, "parenthesised letter"),
     (wrap("A, B"), "B", "multiple choice", 0.0, "more letters than len(gt)"),
     (wrap("A,B"), "A,B", "multiple choice", 0.0, "multi-answer gt: len('A,B') is 3"),
-    (wrap(""), "B", "multiple choice", 1.0, "released quirk: '' is a substring of gt"),
+    (wrap(""), "B", "multiple choice", 1.0, "released quirk (math.py 65-67): '' in gt"),
     ("<think>t</think>B", "B", "multiple choice", 0.0, "format gate"),
     # OCR: exp(-WER)
     (wrap("hello world"), "hello world", "OCR", 1.0, "exact transcription"),
@@ -122,7 +128,7 @@ PARSE_CASES = [
     ("**Total Wrong Steps**: 3", 1.0, "legacy wrong-step count clipped to 1"),
     ("**0 wrong steps**", 0.0, "legacy zero wrong steps"),
     ("**Final Wrong Steps**: 2", 1.0, "legacy generic wrong-steps"),
-    ("</think> 2.3.4", 0.0, "unparsable number: released retries then scores 0"),
+    ("</think> 2.3.4", 0.0, "unparsable: released retries, scores 0 (custom.py 204-218)"),
     ("10 out of 10", 0.0, "no 0/1 token and nothing else"),
     ("no score here", 0.0, "nothing matches"),
     ("", 0.0, "empty reply"),
@@ -233,3 +239,51 @@ def test_one_value_per_completion_in_range(name: str) -> None:
     )
     assert len(got) == len(texts)
     assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in got)
+
+
+# --- mutation-testing gaps ---------------------------------------------------------------------
+
+
+# math.py free_form_compute_score: newlines in either text are word separators, nothing else
+# changes (the "XX" sizes pin that the text around a newline is kept).
+FREE_FORM_NEWLINE_CASES = [
+    ("a red circle", "a red\ncircle\n", "newlines in the ground truth"),
+    ("size XX\nXXL shirt", "size XX XXL shirt", "newline in the answer, text around it kept"),
+    ("size XX XXL shirt", "size XX\nXXL shirt", "newline in the ground truth, text kept"),
+]
+
+
+@pytest.mark.parametrize(("pred", "gold", "why"), FREE_FORM_NEWLINE_CASES)
+def test_free_form_newlines_are_separators(pred: str, gold: str, why: str) -> None:
+    got = outcome_reward([wrap(pred)], answer=[gold], problem_type=["free-form"])
+    assert got == [pytest.approx(1.0)], why
+
+
+def test_strip_dollars_removes_only_dollars() -> None:
+    assert strip_dollars("XX$$XX costs $5$") == "XXXX costs 5"
+
+
+def test_outcome_length_mismatch_is_an_error() -> None:
+    with pytest.raises(ValueError, match="zip"):
+        outcome_reward([wrap("5")] * 2, answer=["5"] * 2, problem_type=["numerical"])
+
+
+# Qwen2/2.5-VL chat template (Qwen/Qwen2.5-VL-7B-Instruct ``chat_template.json``): text blocks are
+# concatenated with no separator, a block without a "type" but with "text" is text, image blocks
+# become special tokens whatever other keys they carry.
+DECODE_BLOCK_CASES = [
+    (
+        [{"type": "text", "text": "How "}, {"type": "image"}, {"type": "text", "text": "many?"}],
+        "How many?",
+        "text blocks joined with nothing between them",
+    ),
+    ([{"text": "Q?"}], "Q?", "block without a type is text"),
+    ([{"type": "text"}, {"type": "text", "text": "Q?"}], "Q?", "text block without text: empty"),
+    ([{"type": "image", "text": "stray"}, {"text": "Q?"}], "Q?", "image block's text ignored"),
+]
+
+
+@pytest.mark.parametrize(("content", "user_text", "why"), DECODE_BLOCK_CASES)
+def test_decoded_chat_prompt_blocks(content: list, user_text: str, why: str) -> None:
+    got = decoded_chat_prompt([{"role": "user", "content": content}])
+    assert got == f"system\nYou are a helpful assistant.\nuser\n{user_text}\nassistant\n", why

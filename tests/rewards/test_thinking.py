@@ -9,6 +9,8 @@ The server (``tests/fake_openai_server.py::FakeRewardModel``) is a FastAPI app u
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import logging
 import pickle
 import re
@@ -291,3 +293,143 @@ def test_a_required_key_that_is_unset_fails_when_the_reward_is_built(server, mon
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(endpoints.MissingAPIKey, match=rf"\${KEY_ENV}, which is not set"):
         make(server, api_key_env=KEY_ENV, api_key_required=True)
+
+
+# ------------------------------------------------------------- inputs, logs and settings
+def png_pixels(b64: str) -> tuple[tuple[int, int], list]:
+    """Size and RGB pixels of a base64 PNG (and check that it is a PNG)."""
+    raw = base64.b64decode(b64)
+    assert raw.startswith(b"\x89PNG\r\n\x1a\n")
+    with Image.open(io.BytesIO(raw)) as img:
+        return img.size, list(img.convert("RGB").getdata())
+
+
+def test_image_png_b64_reads_every_image_form(tmp_path):
+    image = Image.new("RGB", (3, 2), (10, 20, 30))
+    image.putpixel((2, 1), (200, 100, 0))
+    expected = ((3, 2), list(image.getdata()))
+    path = tmp_path / "img.png"
+    image.save(path)
+    raw = path.read_bytes()
+    forms = {
+        "PIL image": image,
+        "str path": str(path),
+        "Path": path,
+        "bytes": raw,
+        "bytes dict (datasets Image)": {"bytes": raw, "path": None},
+        "bytes-only dict": {"bytes": raw},
+        "path dict": {"bytes": None, "path": str(path)},
+        "path-only dict": {"path": str(path)},
+        "list: the first is used": [raw, Image.new("RGB", (1, 1))],
+        "tuple": (image,),
+    }
+    for why, form in forms.items():
+        assert png_pixels(thinking.image_png_b64(form)) == expected, why
+    for empty in (None, [], (), {}, {"bytes": None, "path": None}):
+        assert thinking.image_png_b64(empty) is None, empty
+
+
+def test_score_of_raises_with_the_reply_clipped_to_200_characters():
+    assert thinking.score_of("<answer>0.4</answer>") == 0.4
+    reply = "no score here " * 30
+    with pytest.raises(ValueError) as info:
+        thinking.score_of(reply)
+    assert str(info.value) == f"reply has no score: {reply[:200]!r}"
+
+
+def test_without_prompts_the_prompt_is_empty(server, state):
+    reward = make(server)
+    completions, _ = batch([0.2, 0.6])
+    assert run(reward, completions) == [0.2, 0.6]
+    expected = [thinking_request("thinking-reward-model", "", c, None) for c in completions]
+    assert sorted(state.bodies, key=str) == sorted(expected, key=str)
+
+
+def test_the_image_column_is_read_when_images_is_absent(server, state):
+    reward = make(server)
+    image = Image.new("RGB", (2, 2), (0, 128, 255))
+    completions, prompts = batch([0.3])
+    assert run(reward, completions, prompts=prompts, image=[image]) == [0.3]
+    (body,) = state.bodies
+    url = body["messages"][1]["content"][1]["image_url"]["url"]
+    assert png_pixels(url.removeprefix("data:image/png;base64,")) == ((2, 2), [(0, 128, 255)] * 4)
+    # ``images`` wins over ``image``.
+    state.reset()
+    assert run(reward, completions, prompts=prompts, images=[None], image=[image]) == [0.3]
+    assert len(state.bodies[0]["messages"][1]["content"]) == 1  # text only
+
+
+def test_columns_of_other_lengths_raise(server, state):
+    reward = make(server)
+    completions, prompts = batch([0.1, 0.2])
+    with pytest.raises(ValueError, match="zip"):
+        run(reward, completions, prompts=prompts[:1])
+    with pytest.raises(ValueError, match="zip"):
+        run(reward, completions, prompts=prompts, images=[None])
+    assert state.requests == 0
+
+
+def test_failure_log_lines_name_the_reward_and_stop_after_ten(server, state, caplog):
+    """The first MAX_LOGGED failures of the reward's life are warnings, later ones debug; each
+    batch with failures ends with one warning that counts them."""
+    assert thinking.MAX_LOGGED == 10
+    state.fail_always = 400  # not retried: one request per sample
+    reward = make(server, max_retries=0)
+    completions, prompts = batch([0.5] * 6)
+    with caplog.at_level(logging.DEBUG, logger=LOGGER):
+        assert run(reward, completions, prompts=prompts) == [None] * 6
+        assert run(reward, completions, prompts=prompts) == [None] * 6
+    records = [r for r in caplog.records if r.name == LOGGER]
+    per_sample = [r for r in records if " failed: " in r.getMessage()]
+    assert [r.levelno for r in per_sample] == [logging.WARNING] * 10 + [logging.DEBUG] * 2
+    for i, r in enumerate(per_sample):
+        assert r.getMessage().startswith(
+            f"sophiavl.thinking: sample {i % 6} failed: http_status: BadRequestError (HTTP 400)"
+        )
+    summaries = [r for r in records if "samples failed" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in summaries] == [
+        (
+            logging.WARNING,
+            "sophiavl.thinking: 6 of 6 samples failed (scored as None); "
+            f"totals: {total} failures, {total} calls, 0 cache hits",
+        )
+        for total in (6, 12)
+    ]
+
+
+def test_no_summary_warning_without_failures(server, state, caplog):
+    reward = make(server)
+    with caplog.at_level(logging.DEBUG, logger=LOGGER):
+        assert run(reward, *batch([0.5])[:1], prompts=batch([0.5])[1]) == [0.5]
+    assert not [r for r in caplog.records if r.name == LOGGER]
+
+
+def test_cache_max_entries_bounds_the_cache(server, state, tmp_path):
+    cache_dir = tmp_path / "c"
+    reward = make(server, cache_dir=str(cache_dir), cache_max_entries=2)
+    completions, prompts = batch([0.1, 0.2, 0.3, 0.4, 0.5])
+    assert run(reward, completions, prompts=prompts) == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert len(list(cache_dir.rglob("*.json"))) == 2
+    unbounded = make(server, cache_dir=str(tmp_path / "d"))
+    assert run(unbounded, completions, prompts=prompts) == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert len(list((tmp_path / "d").rglob("*.json"))) == 5
+
+
+def test_get_thinking_reward_validates_a_dict(server):
+    reward = get_thinking_reward(
+        {"base_url": server.base_url, "model": "rm", "concurrency": 2, "on_failure": "score_zero"}
+    )
+    assert reward.cfg == ThinkingRewardConfig(
+        base_url=server.base_url, model="rm", concurrency=2, on_failure="score_zero"
+    )
+    cfg = ThinkingRewardConfig(base_url=server.base_url, model="rm")
+    assert get_thinking_reward(cfg).cfg is cfg
+    with pytest.raises(ValueError, match="on_failure"):
+        get_thinking_reward({"base_url": server.base_url, "model": "rm", "on_failure": "raise"})
+
+
+def test_a_missing_key_error_names_the_reward(server, monkeypatch):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(endpoints.MissingAPIKey) as info:
+        make(server, api_key_env=KEY_ENV, api_key_required=True)
+    assert str(info.value).startswith("sophiavl.thinking: the API key for ")

@@ -1,8 +1,13 @@
 r"""Case tables for the Vision-SR1 rewards.
 
-Source: zli12321/Vision-SR1 @ 4480e08, ``verl/trainer/ray_trainer.py``,
-``train_examples/reward_function/see_think_selfReward.py`` and
-``train_examples/format_prompt/see_think_format.jinja``.
+Source: zli12321/Vision-SR1 @ 4480e08: ``train_examples/reward_function/see_think_selfReward.py``
+(``format_reward`` lines 45-52, ``accuracy_reward`` 88-91, ``compute_score`` 96-138, copied
+verbatim in ``reference/released_vision_sr1_rewards.py``), ``verl/trainer/ray_trainer.py``
+(``extract_description`` 66-76, ``ABS_Verify_Prompt`` 81 and its use 673-679, copied in
+``reference/released_vision_sr1_trainer.py``) and
+``train_examples/format_prompt/see_think_format.jinja``. Box extraction and grading are
+mathruler's (``mathruler.grader.extract_boxed_content``, ``grade_answer``). The differential
+tests against those copies are in ``test_vision_sr1_released.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from vlrl.rewards.vision_sr1 import (
 
 GOOD = r"<description>two red cubes</description><think>count them</think>\boxed{2}"
 
+# see_think_selfReward.py lines 45-52 (fullmatch, DOTALL) after line 102's deletion of the
+# whitespace around < > /.
 FORMAT_CASES = [
     (GOOD, 1.0, "description → think → boxed"),
     (
@@ -60,6 +67,8 @@ def test_format(text: str, expected: float, why: str) -> None:
     assert format_reward([text]) == [expected], why
 
 
+# see_think_selfReward.py lines 88-91: mathruler's grade_answer on the last \boxed{} (line 102's
+# normalisation first); without a box extract_boxed_content returns the string "None".
 ACCURACY_CASES = [
     (GOOD, "2", 1.0, "right answer"),
     (r"\boxed{2}", "2", 1.0, "box without the other blocks still graded"),
@@ -82,6 +91,8 @@ def test_accuracy(text: str, answer: str, expected: float, why: str) -> None:
     assert accuracy_reward([text], answer=[answer]) == [expected], why
 
 
+# see_think_selfReward.py lines 111-114: accuracy_reward on the raw second-pass text
+# (description_answers), 0 when it raises.
 VISUAL_CASES = [
     (r"<think>from the text</think>\boxed{2}", "2", 1.0, "second pass right"),
     (r"<think>t</think>\boxed{3}", "2", 0.0, "second pass wrong"),
@@ -113,6 +124,7 @@ def test_visual_length_mismatch_is_an_error() -> None:
         visual_reward([GOOD, GOOD], answer=["2"], self_reward_responses=[r"\boxed{2}"])
 
 
+# see_think_selfReward.py line 121: "overall" = (1 - 0.1)·accuracy + 0.1·format + description.
 TOTAL_CASES = [
     (GOOD, r"\boxed{2}", 2.0, "all three parts"),
     (GOOD, r"\boxed{3}", 1.0, "acc + fmt"),
@@ -138,6 +150,7 @@ def test_total_none_entry_stays_none() -> None:
     assert total_reward([GOOD], answer=["2"], self_reward_responses=[None]) == [None]
 
 
+# ray_trainer.py lines 66-76 (the same function as see_think_selfReward.py lines 63-72).
 DESCRIPTION_CASES = [
     ("<description> two cubes </description><think>t</think>", "two cubes", "stripped content"),
     ("<description>a</description><description>b</description>", "a", "first block wins"),
@@ -158,6 +171,7 @@ def test_extract_description(text: str, expected: str, why: str) -> None:
 
 
 def test_self_reward_prompt_is_the_released_text() -> None:
+    # ray_trainer.py line 81 (ABS_Verify_Prompt), filled as on lines 675-677.
     got = self_reward_prompt("two cubes", "<image>How many cubes?")
     assert got == (
         "Text description: two cubes\nQuestion: How many cubes?\nYou are provided a text "
@@ -168,6 +182,8 @@ def test_self_reward_prompt_is_the_released_text() -> None:
 
 
 def test_see_think_template_renders_the_jinja_suffix() -> None:
+    # train_examples/format_prompt/see_think_format.jinja, rendered by verl/utils/dataset.py
+    # lines 181-184 (Template(format_prompt.strip()).render(content=prompt)).
     rendered = SEE_THINK_TEMPLATE.format(Question="How many cubes?")
     assert rendered == "How many cubes? " + SEE_THINK_SUFFIX
     assert "\\n Next" in rendered and "\\boxed{}" in rendered  # literal backslash-n kept
@@ -210,3 +226,52 @@ def test_one_value_per_completion_in_range(name: str) -> None:
     assert len(got) == len(texts)
     low, high = RANGES[name]
     assert all(v is None or low <= v <= high for v in got)
+
+
+# --- mutation-testing gaps ---------------------------------------------------------------------
+
+
+def test_accuracy_length_mismatch_is_an_error() -> None:
+    with pytest.raises(ValueError, match="zip"):
+        accuracy_reward([GOOD, GOOD], answer=["2"])
+
+
+def test_visual_answer_length_mismatch_is_an_error() -> None:
+    # as many second-pass texts as completions, one answer too many: still an error
+    with pytest.raises(ValueError, match="zip"):
+        visual_reward([GOOD] * 2, answer=["2"] * 3, self_reward_responses=[r"\boxed{2}"] * 2)
+
+
+def test_visual_column_length_error_names_the_column() -> None:
+    with pytest.raises(
+        ValueError, match=r"^self_reward_responses has 1 entries for 2 completions$"
+    ):
+        visual_reward([GOOD, GOOD], answer=["2"], self_reward_responses=[r"\boxed{2}"])
+
+
+class _Unprintable:
+    """A second-pass entry whose text cannot be taken: grading it raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def test_visual_grading_error_scores_zero_and_warns(caplog: pytest.LogCaptureFixture) -> None:
+    # see_think_selfReward.py lines 111-114: any exception while grading the second pass scores 0.
+    with caplog.at_level("WARNING", logger="vlrl.rewards.vision_sr1"):
+        got = visual_reward(
+            [GOOD, GOOD], answer=["2", "2"], self_reward_responses=[_Unprintable(), r"\boxed{2}"]
+        )
+    assert got == [0.0, 1.0]
+    assert [r.getMessage() for r in caplog.records] == [
+        "vision_sr1.visual: grading failed (no text); scored 0"
+    ]
+
+
+def test_total_error_message_names_the_algorithm() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^vision_sr1.total needs the column 'self_reward_responses' \(filled by the "
+        r"self_reward algorithm\); it is absent$",
+    ):
+        total_reward([GOOD], answer=["2"])

@@ -142,7 +142,8 @@ def test_edge_cases_match_released(seed: int) -> None:
 
 
 def test_recipe_weights_are_cot_val_s() -> None:
-    # cot_val.compute_score: (1 - format_weight) * accuracy + format_weight * format, 0.1
+    # cot_val.py lines 82 and 96 (reference/released_vision_sr1_cot_val.py):
+    # (1 - format_weight) * accuracy + format_weight * format, format_weight = 0.1
     assert COT_WEIGHTS == {"vision_sr1.accuracy": 0.9, "vision_sr1.format_cot": 0.1}
     assert all(REGISTRY[name] is REWARDS[name] for name in COT_WEIGHTS)
 
@@ -158,7 +159,8 @@ QUESTIONS = ["How many cubes?", "  How many cubes?\n", "<image>What is red?", "Q
 
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_prompt_is_the_rendered_jinja(question: str) -> None:
-    # verl/utils/dataset.py @ 4480e08: Template(format_prompt.strip()).render(content=prompt)
+    # zli12321/Vision-SR1 @ 4480e08, verl/utils/dataset.py lines 181-184:
+    # Template(format_prompt.strip()).render(content=prompt)
     template = jinja2.Template((REFERENCE / "released_cot_format.jinja").read_text().strip())
     expected = template.render(content=question)
     assert PROMPTS["think_boxed"].render_prompt(question, problem_type="numerical") == expected

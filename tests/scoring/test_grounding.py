@@ -10,7 +10,7 @@ import pytest
 from reference import vlm_r1_test_rec_r1 as vlm_r1
 
 from vlrl.scoring.candidate import Candidate
-from vlrl.scoring.grounding import extract_bbox, vlm_r1_iou, vlm_r1_rec
+from vlrl.scoring.grounding import extract_bbox, vlm_r1_iou, vlm_r1_rec, vlm_r1_rec_baseline
 
 GOLD = (10, 10, 110, 60)
 
@@ -120,3 +120,31 @@ def test_vlm_r1_rec_agrees_with_the_reference() -> None:
         assert (extract_bbox(response) or [0, 0, 0, 0]) == vlm_r1.extract_bbox_answer(response)
         hits += correct
     assert 40 < hits < 360
+
+
+def test_vlm_r1_iou_agrees_with_the_reference_on_every_small_box_pair() -> None:
+    """Every pair of boxes with corners in 0..3 (touching, one-unit and nested overlaps in each
+    direction, empty boxes): the reference's ``min(x2) - 1 > max(x1)`` edge, exactly."""
+    spans = [(a, b) for a in range(4) for b in range(a, 4)]
+    boxes = [[x1, y1, x2, y2] for x1, x2 in spans for y1, y2 in spans]
+    for box1 in boxes:
+        for box2 in boxes:
+            try:
+                expected = vlm_r1.iou(box1, box2)
+            except ZeroDivisionError:
+                expected = 0.0
+            assert vlm_r1_iou(box1, box2) == expected, (box1, box2)
+    # overlaps of exactly one unit count as none, in either direction
+    assert vlm_r1_iou([0, 0, 10, 10], [0, 9, 10, 19]) == 0.0
+    assert vlm_r1_iou([0, 0, 10, 10], [9, 0, 19, 10]) == 0.0
+    assert vlm_r1_iou([0, 0, 10, 10], [0, 8, 10, 18]) == pytest.approx(20 / 180)
+
+
+@pytest.mark.parametrize(
+    ("rule", "name"),
+    [(vlm_r1_rec, "VLM-R1's REC rule"), (vlm_r1_rec_baseline, "VLM-R1's baseline REC rule")],
+)
+def test_a_non_grounding_item_is_refused_naming_the_rule(rule, name) -> None:
+    with pytest.raises(ValueError) as refused:
+        rule(Candidate("[1, 2, 3, 4]", "1", "numerical", item_id="q7"))
+    assert str(refused.value) == f"item 'q7': {name} has no rule for problem_type 'numerical'"

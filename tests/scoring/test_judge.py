@@ -312,6 +312,7 @@ def _scores():
     return json.loads(paths.scores_file("tiny_shapes", "grpo", "shapes_test").read_text())
 
 
+@pytest.mark.model_server
 def test_garbage_judge_leaves_its_items_unscored_by_default(server, project):
     score.run("tiny_shapes", _cfg(server, "random", "always"), "grpo", "shapes_test")
     data = _scores()
@@ -327,6 +328,7 @@ def test_garbage_judge_leaves_its_items_unscored_by_default(server, project):
     assert not list(judge_cache_dir("tiny_shapes").rglob("*.json"))  # failures are not cached
 
 
+@pytest.mark.model_server
 def test_garbage_judge_with_on_failure_error_fails_the_stage(server, project):
     cfg = _cfg(server, "random", "always", on_failure="error")
     with pytest.raises(StageError, match=r"judge failed on 6 of 6 items") as info:
@@ -338,6 +340,7 @@ def test_garbage_judge_with_on_failure_error_fails_the_stage(server, project):
     assert not list(judge_cache_dir("tiny_shapes").rglob("*.json"))
 
 
+@pytest.mark.model_server
 def test_garbage_judge_with_score_zero_counts_failures(server, project):
     cfg = _cfg(server, "random", "always", on_failure="score_zero")
     score.run("tiny_shapes", cfg, "grpo", "shapes_test")
@@ -356,6 +359,7 @@ def test_garbage_judge_with_score_zero_counts_failures(server, project):
     assert data["accuracy"] == 0.0 and data["n"] == 7
 
 
+@pytest.mark.model_server
 def test_fallback_judge_only_sees_rule_failures_and_caches(server, project):
     cfg = _cfg(server, "says1", "fallback")
     score.run("tiny_shapes", cfg, "grpo", "shapes_test")
@@ -381,6 +385,7 @@ def test_fallback_judge_only_sees_rule_failures_and_caches(server, project):
     assert [i["correct"] for i in again["items"]] == [i["correct"] for i in data["items"]]
 
 
+@pytest.mark.model_server
 def test_api_key_is_never_written(server, project, caplog, capfd):
     cfg = _cfg(server, "random", "always", on_failure="score_zero")
     with caplog.at_level(logging.DEBUG):
@@ -410,6 +415,7 @@ def _serving_processes(model: str) -> list[int]:
     return found
 
 
+@pytest.mark.model_server
 def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project, monkeypatch):
     """``score.judge.serve`` and no base_url: the stage starts ``transformers serve`` of the
     model, judges through it, and leaves no server behind; the replies are cached under the

@@ -5,11 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from reference import vlmevalkit_mathv as mathv
+from reference import vlmevalkit_vqa_eval as vqa_eval
+from reference import vlmevalkit_yorn as yorn
 
 from vlrl.benchmarks import load_benchmark
 from vlrl.errors import ConfigError
-from vlrl.scoring.candidate import Candidate
-from vlrl.scoring.protocols import PROTOCOLS, get_protocol, judge_mode
+from vlrl.scoring import choice, maths
+from vlrl.scoring.candidate import Candidate, Verdict
+from vlrl.scoring.protocols import PROTOCOLS, get_protocol, judge_mode, vlmevalkit
+from vlrl.scoring.protocols.vlrl import match as vlrl_match
 
 BENCHMARKS = sorted(p.stem for p in Path("config/benchmarks").glob("*.yaml"))
 
@@ -92,3 +97,129 @@ def test_protocols_differ_where_their_references_do(name, candidate, correct) ->
 def test_a_protocol_refuses_a_problem_type_it_has_no_rule_for() -> None:
     with pytest.raises(ValueError, match=r"protocol 'vlm_r1_rec' has no rule for .*numerical"):
         get_protocol("vlm_r1_rec").score(Candidate("<answer>3</answer>", "3", "numerical"))
+
+
+# ---------------------------------------------------------------------- chartqa_official
+@pytest.mark.parametrize("kind", ["numerical", "free_form", "ocr"])
+@pytest.mark.parametrize(("prediction", "gold"), [("96", "100"), ("94", "100"), ("12%", "0.12")])
+def test_chartqa_official_reads_every_short_answer_by_relaxed_accuracy(kind, prediction, gold):
+    """pix2struct's ``relaxed_correctness(target, prediction)`` (VLMEvalKit's verbatim copy), 5%
+    of the gold, whatever the answer type and even without the benchmark's tolerance set; vlrl's
+    own rule would want the exact value."""
+    candidate = Candidate(f"<answer>{prediction}</answer>", gold, kind)
+    expected = int(vqa_eval.relaxed_correctness(gold, prediction))
+    assert get_protocol("chartqa_official").score(candidate) == (prediction, expected, expected)
+
+
+def test_chartqa_official_reads_options_and_yes_no_by_vlrls_rules():
+    protocol = get_protocol("chartqa_official")
+    # an option by its text: relaxed accuracy would compare "blue" with "B" and miss
+    by_text = Candidate("<answer>blue</answer>", "B", "multiple_choice", ("red", "blue"))
+    assert protocol.score(by_text) == ("blue", 1.0, 1)
+    assert protocol.score(Candidate("<answer>Yes, it is.</answer>", "yes", "yes_no")).correct
+    assert not protocol.score(Candidate("<answer>No.</answer>", "yes", "yes_no")).correct
+
+
+# ------------------------------------------------------------------- VLMEvalKit's dispatch
+def _tagged(tag: str):
+    return lambda candidate: Verdict(tag, 1.0, 1)
+
+
+def _fresh_matcher():
+    """A VLMEvalKit matcher built now, with each injected reader replaced by a tag: the
+    registered protocols are built at import, so only a matcher built inside the test sees a
+    change to ``_matcher`` (as mutation testing makes)."""
+    return vlmevalkit._matcher(_tagged("choice"), _tagged("mathvista"), _tagged("relaxed"))
+
+
+BOX = ((0, 0, 10, 20),)
+# candidate, the reader it goes to (a tag) or the verdict it gets
+DISPATCH = [
+    # MathVista items: its post_check for every type but yes/no
+    (Candidate("<answer>B</answer>", "B", "multiple_choice", ("x", "y"), family="mathvista"),
+     "mathvista"),
+    (Candidate("<answer>3</answer>", "3", "numerical", family="mathvista",
+               relaxed_tolerance=0.05), "mathvista"),
+    (Candidate("<answer>x</answer>", "x", "free_form", family="mathvista"), "mathvista"),
+    (Candidate("<answer>No</answer>", "yes", "yes_no", family="mathvista"), ("No", 0.0, 0)),
+    # other benchmarks: options by can_infer, yes/no by YOrN_Extraction
+    (Candidate("<answer>B</answer>", "B", "multiple_choice", ("x", "y")), "choice"),
+    (Candidate("<answer>Yes, it is.</answer>", "yes", "yes_no"), ("Yes, it is.", 1.0, 1)),
+    (Candidate("<answer>No, it is not.</answer>", "yes", "yes_no"), ("No, it is not.", 0.0, 0)),
+    (Candidate("<answer>unsure</answer>", "yes", "yes_no"), ("unsure", 0.0, 0)),
+    # ChartQA (a relaxed tolerance): its relaxed accuracy for short answers
+    (Candidate("<answer>96</answer>", "100", "numerical", relaxed_tolerance=0.05), "relaxed"),
+    (Candidate("<answer>96</answer>", "100", "free_form", relaxed_tolerance=0.05), "relaxed"),
+    (Candidate("<answer>96</answer>", "100", "ocr", relaxed_tolerance=0.05), "relaxed"),
+    # otherwise equality of value (MATH-Vision's is_equal): 1e3 is 1000, prose all or nothing
+    (Candidate("<answer>1e3</answer>", "1000", "numerical"), ("1e3", 1.0, 1)),
+    (Candidate("<answer>the red circle</answer>", "red circle", "free_form"),
+     ("the red circle", 0.0, 0)),
+    (Candidate("<answer>the red circle</answer>", "red circle", "ocr"),
+     ("the red circle", 0.0, 0)),
+    # boxes by vlrl's IoU rule, a tolerance notwithstanding
+    (Candidate('<answer>{"bbox_2d": [0, 0, 10, 15]}</answer>', "", "grounding", boxes=BOX),
+     ('{"bbox_2d": [0, 0, 10, 15]}', 0.75, 1)),
+    (Candidate('<answer>{"bbox_2d": [0, 0, 10, 15]}</answer>', "", "grounding", boxes=BOX,
+               relaxed_tolerance=0.05), ('{"bbox_2d": [0, 0, 10, 15]}', 0.75, 1)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("candidate", "expected"), DISPATCH)
+def test_vlmevalkit_dispatches_on_family_and_problem_type(candidate, expected):
+    verdict = _fresh_matcher()(candidate)
+    if isinstance(expected, str):
+        assert verdict == (expected, 1.0, 1)
+    else:
+        assert verdict == expected
+
+
+def test_the_dispatch_cases_tell_the_rules_apart():
+    """The cases above are chosen where VLMEvalKit's rules and vlrl's differ, so a case sent to
+    the wrong rule fails: equality of value is not vlrl's ROUGE-L or its number reading."""
+    for candidate, expected in DISPATCH:
+        if candidate.problem_type in {"numerical", "free_form", "ocr"} and isinstance(
+            expected, tuple
+        ):
+            assert maths.equivalent_match(candidate) == expected
+            assert vlrl_match(candidate) != expected
+        if candidate.problem_type == "grounding":
+            assert vlrl_match(candidate) == expected
+    assert mathv.is_equal("1e3", "1000") and not mathv.is_equal("the red circle", "red circle")
+
+
+@pytest.mark.parametrize("name", ["vlmevalkit_2505", "vlmevalkit_2608"])
+@pytest.mark.parametrize(
+    ("response", "gold"),
+    [("Yes, it is.", "yes"), ("No.", "yes"), ("no", "No"), ("It may be.", "no"), ("", "yes")],
+)
+def test_vlmevalkit_yes_no_is_yorn_extraction(name, response, gold):
+    """``YOrN_Extraction`` of the answer span (VLMEvalKit's verbatim copy) against the gold; the
+    span is the verdict's extracted text."""
+    candidate = Candidate(f"<answer>{response}</answer>", gold, "yes_no")
+    word = yorn.YOrN_Extraction(response)
+    correct = int(word.lower() == gold.lower())
+    assert get_protocol(name).score(candidate) == (response or None, correct, correct)
+    assert vlmevalkit._yes_no(candidate) == (response or None, correct, correct)
+
+
+@pytest.mark.parametrize(
+    ("name", "reader", "mathvista", "relaxed"),
+    [
+        ("vlmevalkit_2505", choice.vlmevalkit_2505, maths.mathvista_vlmevalkit,
+         maths.relaxed_vlmevalkit),
+        ("vlmevalkit_2608", choice.vlmevalkit_2608, maths.mathvista_vlmevalkit_2608,
+         maths.relaxed_chartqa),
+    ],
+)  # fmt: skip
+def test_each_vlmevalkit_version_uses_its_own_readers(name, reader, mathvista, relaxed):
+    fresh = vlmevalkit._matcher(reader, mathvista, relaxed)
+    registered = get_protocol(name)
+    for candidate, _ in DISPATCH:
+        assert registered.score(candidate) == fresh(candidate), candidate
+    # where the versions differ: a letter early in prose, ChartQA's 5% of which number
+    prose = Candidate("<answer>B is right because the figure shows two red circles on the left"
+                      "</answer>", "B", "multiple_choice", ("red", "blue", "green"))  # fmt: skip
+    ninety_five = Candidate("<answer>95.1</answer>", "100", "numerical", relaxed_tolerance=0.05)
+    expected = {"vlmevalkit_2505": (1, 0), "vlmevalkit_2608": (0, 1)}[name]
+    assert (fresh(prose).correct, fresh(ninety_five).correct) == expected

@@ -1,4 +1,12 @@
-"""Intervals and paired tests against values computed by hand or by independent formulas."""
+"""Intervals and paired tests against values computed by hand or by independent formulas.
+
+Oracles, none of them :mod:`vlrl.scoring.stats` itself: the Wilson interval written out
+(:func:`wilson`), Newcombe's published table of it, ``scipy.stats.bootstrap`` (percentile
+method, fed the same seeded generator, so it draws the same resamples and must agree to
+rounding) and the exact binomial sum for McNemar. Each interval is checked at 95 % and at
+another level, both bounds, with tolerances far below the gap to the wrong level or method:
+every such test also asserts that gap, so a 90 %-for-95 % mix-up cannot pass by a whisker.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +14,14 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from scipy.stats import binomtest, bootstrap, norm
 
-from vlrl.scoring.stats import accuracy_summary, paired_difference, proportion_ci
+from vlrl.scoring.stats import (
+    accuracy_summary,
+    paired_difference,
+    proportion_ci,
+    summarize,
+)
 
 
 def wilson(k: int, n: int, confidence: float) -> tuple[float, float]:
@@ -101,3 +114,160 @@ def test_paired_difference_is_seeded():
 def test_paired_difference_rejects_bad_input(a, b, match):
     with pytest.raises(ValueError, match=match):
         paired_difference(np.array(a), np.array(b))
+
+
+# ------------------------------------------------- intervals at their level, both bounds
+LEVELS = (0.95, 0.9, 0.99, 0.8)
+TIGHT = 1e-10
+"""Tolerance against a computed oracle (only floating-point rounding separates them)."""
+WIDE = 1e-5
+"""The least gap each test asserts between its expected interval and the wrong level's:
+10^5 times :data:`TIGHT`, so a mix-up of levels fails by a wide margin, never by a whisker."""
+
+
+def other_level(level: float) -> float:
+    """The level a mix-up would give instead: 90 % for 95 %, else 95 %."""
+    return 0.9 if level == 0.95 else 0.95
+
+
+def assert_far_apart(got: tuple[float, float], wrong: tuple[float, float], gap: float) -> None:
+    """Sanity check of a test's own power: both bounds of ``wrong`` miss ``got`` by > ``gap``
+    (a bound pinned at 0 or 1 for both is skipped: no level moves it)."""
+    for mine, theirs in zip(got, wrong, strict=True):
+        if mine == pytest.approx(theirs, abs=1e-12) and mine in (0.0, 1.0):
+            continue
+        assert abs(mine - theirs) > gap, (got, wrong)
+
+
+#: Newcombe RG (1998), "Two-sided confidence intervals for the single proportion: comparison of
+#: seven methods", Statistics in Medicine 17(8):857-872, Table I, method 3 (the Wilson score
+#: interval without continuity correction), 95 %, printed to 4 decimals.
+NEWCOMBE_95 = [
+    (81, 263, 0.2553, 0.3662),
+    (15, 148, 0.0624, 0.1605),
+    (0, 20, 0.0000, 0.1611),
+    (1, 29, 0.0061, 0.1718),
+]
+
+
+@pytest.mark.parametrize(("k", "n", "low", "high"), NEWCOMBE_95)
+def test_proportion_ci_matches_newcombes_published_table(k, n, low, high):
+    tol = 5e-5  # the table's rounding
+    got = proportion_ci(k, n, 0.95)
+    assert got[0] == pytest.approx(low, abs=tol) and got[1] == pytest.approx(high, abs=tol)
+    assert proportion_ci(k, n) == got, "95 % is the default"
+    # The likely wrong answers miss the table by at least 20 times its rounding: another level,
+    # Clopper-Pearson, Wilson with continuity correction (the upper bound always; the lower
+    # bound where it is not 0).
+    wrong = [
+        wilson(k, n, 0.9),
+        tuple(binomtest(k, n).proportion_ci(0.95, method="exact")),
+        tuple(binomtest(k, n).proportion_ci(0.95, method="wilsoncc")),
+    ]
+    for w_low, w_high in wrong:
+        assert abs(w_high - high) > 20 * tol
+        assert low == 0 or abs(w_low - low) > 20 * tol
+
+
+def random_counts(count: int, seed: int) -> list[tuple[int, int]]:
+    """``count`` seeded (k, n): n from 1 to 2000, k anywhere in [0, n]."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(count):
+        n = int(rng.integers(1, 2001))
+        cases.append((int(rng.integers(0, n + 1)), n))
+    return cases
+
+
+def test_proportion_ci_is_wilson_at_every_level_on_random_counts():
+    for k, n in random_counts(150, seed=0):
+        for level in LEVELS:
+            got = proportion_ci(k, n, level)
+            expected = wilson(k, n, level)
+            assert got[0] == pytest.approx(expected[0], abs=TIGHT), (k, n, level)
+            assert got[1] == pytest.approx(expected[1], abs=TIGHT), (k, n, level)
+            assert_far_apart(expected, wilson(k, n, other_level(level)), WIDE)
+
+
+def grouped_items(seed: int) -> list[dict]:
+    """Items of three tasks with different skills and sizes (seeded)."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for task, skill, n in (("color", 0.8, 120), ("count", 0.45, 75), ("caption", 0.2, 40)):
+        items += [{"task": task, "correct": int(rng.random() < skill)} for _ in range(n)]
+    return [items[i] for i in rng.permutation(len(items))]
+
+
+@pytest.mark.parametrize("level", [0.95, 0.8])
+def test_summaries_give_every_interval_at_the_level_asked(level):
+    items = grouped_items(seed=1)
+    summary = summarize(items, level)
+    expected_groups = {"": items} | {
+        task: [i for i in items if i["task"] == task] for task in ("caption", "color", "count")
+    }
+    assert sorted(summary["per_task"]) == ["caption", "color", "count"]
+    for task, group in expected_groups.items():
+        correct = [i["correct"] for i in group]
+        k, n = sum(correct), len(correct)
+        got = summary if task == "" else summary["per_task"][task]
+        assert (got["n"], got["accuracy"]) == (n, k / n)
+        expected = wilson(k, n, level)
+        assert got["ci_low"] == pytest.approx(expected[0], abs=TIGHT)
+        assert got["ci_high"] == pytest.approx(expected[1], abs=TIGHT)
+        assert_far_apart(expected, wilson(k, n, other_level(level)), WIDE)
+        alone = accuracy_summary(correct, level)
+        assert (alone["ci_low"], alone["ci_high"]) == pytest.approx(expected, abs=TIGHT)
+        default = accuracy_summary(correct)  # the default level is 95 %
+        assert (default["ci_low"], default["ci_high"]) == pytest.approx(
+            wilson(k, n, 0.95), abs=TIGHT
+        )
+
+
+def scipy_paired_bootstrap(
+    a: np.ndarray, b: np.ndarray, level: float, resamples: int, seed: int
+) -> tuple[float, float]:
+    """``scipy.stats.bootstrap``'s paired percentile interval of mean(a − b), from the same
+    seeded generator: scipy draws its resampled indices as ``rng.integers(0, n, (resamples,
+    n))``, the draws ``paired_difference`` documents, so the two agree up to rounding."""
+    result = bootstrap(
+        (a.astype(float), b.astype(float)),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        paired=True,
+        vectorized=True,
+        confidence_level=level,
+        n_resamples=resamples,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def paired_items(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two models' 0/1 correctness on ``n`` items: 40 % flipped, the first sixth right by a."""
+    rng = np.random.default_rng([n, seed])
+    b = rng.integers(0, 2, n)
+    a = np.where(rng.random(n) < 0.4, 1 - b, b)
+    a[: n // 6] = 1
+    return a, b
+
+
+# n = 1500 resamples in chunks (paired_difference bounds its memory): the draws stay the same.
+@pytest.mark.parametrize(("n", "seed"), [(90, 1), (400, 2), (1500, 3)])
+@pytest.mark.parametrize("level", [0.95, 0.9, 0.99])
+def test_paired_interval_is_scipys_percentile_bootstrap_at_the_level_asked(n, seed, level):
+    a, b = paired_items(n, seed)
+    r = paired_difference(a, b, level, resamples=2000, seed=seed)
+    expected = scipy_paired_bootstrap(a, b, level, 2000, seed)
+    assert r["ci_low"] == pytest.approx(expected[0], abs=1e-12)
+    assert r["ci_high"] == pytest.approx(expected[1], abs=1e-12)
+    # The wrong level's interval misses both bounds by at least 10^9 times the tolerance.
+    assert_far_apart(expected, scipy_paired_bootstrap(a, b, other_level(level), 2000, seed), 1e-3)
+    assert r["ci_low"] <= r["diff"] <= r["ci_high"]
+
+
+def test_paired_interval_defaults_to_95_percent_2000_resamples_seed_0():
+    a, b = paired_items(200, 4)
+    expected = scipy_paired_bootstrap(a, b, 0.95, 2000, 0)
+    r = paired_difference(a, b)
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx(expected, abs=1e-12)
+    assert_far_apart(expected, scipy_paired_bootstrap(a, b, 0.9, 2000, 0), 1e-3)

@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
-from scipy.stats import binomtest
+from scipy.stats import binomtest, bootstrap
 
 from vlrl import paths
 from vlrl.config import load_experiment
 from vlrl.errors import StageError
-from vlrl.scoring.stats import paired_difference, proportion_ci
 from vlrl.stages import report, score
 from vlrl.workflow import resolve, stage_deps
 from vlrl.workflow.reads import RecordingConfig, undeclared
@@ -108,6 +107,32 @@ def edit_scores(checkpoint: str, bench: str, change) -> None:
     path.write_text(json.dumps(data))
 
 
+def wilson_ci(k: int, n: int, confidence: float) -> tuple[float, float]:
+    """The Wilson interval from scipy directly, not through vlrl.scoring.stats."""
+    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def paired_bootstrap_ci(
+    a: list[int], b: list[int], confidence: float, resamples: int, seed: int
+) -> tuple[float, float]:
+    """scipy's paired percentile bootstrap interval of mean(a - b), not through
+    vlrl.scoring.stats: from the same seeded generator it draws the same resamples as
+    ``paired_difference`` documents (``rng.integers(0, n, (resamples, n))``), so the two agree
+    to rounding (tests/scoring/test_stats.py checks it at several levels and sizes)."""
+    result = bootstrap(
+        (np.asarray(a, dtype=float), np.asarray(b, dtype=float)),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        paired=True,
+        vectorized=True,
+        confidence_level=confidence,
+        n_resamples=resamples,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
 def expected_metrics_json(cfg, benches) -> str:
     """metrics.json as the report has always written it, computed here from the items."""
     tree = {}
@@ -116,7 +141,7 @@ def expected_metrics_json(cfg, benches) -> str:
         for checkpoint in cfg.checkpoints:
             items = [i for i in items_of(checkpoint, bench) if i["correct"] is not None]
             correct = [i["correct"] for i in items]
-            low, high = proportion_ci(sum(correct), len(correct), cfg.score.confidence)
+            low, high = wilson_ci(sum(correct), len(correct), cfg.score.confidence)
             entry = {"accuracy": sum(correct) / len(correct), "ci_low": low, "ci_high": high}
             for task in tasks:
                 task_correct = [i["correct"] for i in items if i["task"] == task]
@@ -129,6 +154,10 @@ def expected_metrics_json(cfg, benches) -> str:
 def test_report_numbers_equal_recomputation_from_items(project):
     benches = ("shapes_test", "other")
     cfg = scored(["report.gallery.n=0"], benches)
+    # Every interval below is the 95 % one, computed by scipy (not vlrl.scoring.stats) and
+    # checked to 1e-9; each test of one also asserts that the 90 % interval misses it by far.
+    assert cfg.score.confidence == 0.95
+    level, tol, wrong_level = cfg.score.confidence, 1e-9, 0.9
     run_report(cfg)
     out = paths.report_dir(EXP)
     assert sorted(p.name for p in out.iterdir()) == OUTPUTS
@@ -147,20 +176,25 @@ def test_report_numbers_equal_recomputation_from_items(project):
             items = items_of(checkpoint, bench)
             row = got[got.checkpoint == checkpoint].iloc[0]
             correct = [i["correct"] for i in items]
-            low, high = proportion_ci(sum(correct), len(correct), cfg.score.confidence)
+            low, high = wilson_ci(sum(correct), len(correct), level)
             assert row["n"] == len(items) and row["unscored"] == 0
             assert row["accuracy"] == pytest.approx(np.mean(correct))
-            assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high))
+            assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), abs=tol)
+            w_low, w_high = wilson_ci(sum(correct), len(correct), wrong_level)
+            assert min(abs(w_low - low), abs(w_high - high)) > 1e-3  # the test's own power
             for task in TASKS:
                 task_correct = [i["correct"] for i in items if i["task"] == task]
-                t_low, t_high = proportion_ci(sum(task_correct), len(task_correct))
+                t_low, t_high = wilson_ci(sum(task_correct), len(task_correct), level)
                 assert row[f"{task}.n"] == len(task_correct)
                 assert row[f"{task}.accuracy"] == pytest.approx(np.mean(task_correct))
                 assert (row[f"{task}.ci_low"], row[f"{task}.ci_high"]) == pytest.approx(
-                    (t_low, t_high)
+                    (t_low, t_high), abs=tol
                 )
 
     comparisons = pd.read_csv(out / "comparisons.csv")
+    comparisons_md = (out / "comparisons.md").read_text()
+    assert "| 95% CI (paired bootstrap) |" in comparisons_md
+    assert "(2000 resamples, seed 0)" in comparisons_md
     assert list(comparisons.comparison[comparisons.benchmark == "shapes_test"]) == [
         "SFT − base",
         "SFT+GRPO − SFT",
@@ -175,20 +209,23 @@ def test_report_numbers_equal_recomputation_from_items(project):
         assert (row["a_only"], row["b_only"]) == (a_only, b_only)
         assert row["discordant_fraction"] == pytest.approx((a_only + b_only) / len(d))
         assert row["p_mcnemar"] == pytest.approx(binomtest(a_only, a_only + b_only).pvalue)
-        again = paired_difference(
-            np.array([a[k] for k in sorted(a)]),
-            np.array([b[k] for k in sorted(a)]),
-            cfg.score.confidence,
-            cfg.score.bootstrap_resamples,
-            cfg.seed,
-        )
-        assert (row["ci_low"], row["ci_high"]) == pytest.approx((again["ci_low"], again["ci_high"]))
+        paired = ([a[k] for k in sorted(a)], [b[k] for k in sorted(a)])
+        resampling = (cfg.score.bootstrap_resamples, cfg.seed)
+        assert resampling == (2000, 0)  # the defaults the rendered legend states
+        low, high = paired_bootstrap_ci(*paired, level, *resampling)
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), abs=tol)
+        w_low, w_high = paired_bootstrap_ci(*paired, wrong_level, *resampling)
+        assert min(abs(w_low - low), abs(w_high - high)) > 1e-3  # the test's own power
         assert row["ci_low"] <= row["diff"] <= row["ci_high"]
         assert row["excluded"] == 0
+        # The rendered page shows that interval under the level's name (fmt.signed_interval).
+        line = next(x for x in comparisons_md.splitlines() if f"| {row['comparison']} |" in x)
+        assert f"| [{100 * low:+.1f}, {100 * high:+.1f}] |" in line, line
 
     md = (out / "results.md").read_text()
-    base = results.iloc[0]
-    shown = f"{100 * base.accuracy:.1f} [{100 * base.ci_low:.1f}, {100 * base.ci_high:.1f}]"
+    base = [i["correct"] for i in items_of("base", "shapes_test")]
+    b_low, b_high = wilson_ci(sum(base), len(base), level)
+    shown = f"{100 * np.mean(base):.1f} [{100 * b_low:.1f}, {100 * b_high:.1f}]"
     assert shown in md and "## other" in md and "| SFT+GRPO |" in md
     assert "| model | accuracy (headline) | n | unscored |" in md, "the headline leads"
     assert "base on shapes_test, protocol `vlrl`: rules only" in md

@@ -24,7 +24,6 @@ from vlrl.rewards.common import completion_text
 from vlrl.rewards.vision_sr1 import (
     SELF_REWARD_COLUMN,
     extract_description,
-    normalize_tag_whitespace,
     self_reward_prompt,
 )
 
@@ -42,6 +41,23 @@ def second_pass_description(completion: str, missing: str = "whole_response") ->
     if missing == "empty" and "<description>" not in completion:
         return ""
     return extract_description(completion)
+
+
+def second_pass_prompts(
+    texts: list[str], questions: list[str], missing: str = "whole_response"
+) -> list[list[dict[str, str]]]:
+    """The second pass's chat prompts, one per first-pass response text.
+
+    As released (``verl/trainer/ray_trainer.py`` @4480e08, lines 673-679), the description is
+    taken from the decoded text as it is; only the reward function normalises tag whitespace.
+
+    >>> second_pass_prompts(["<description>x < 5</description>"], ["Q?"])[0][0]["content"][:32]
+    'Text description: x < 5\\nQuestion'
+    """
+    return [
+        [{"role": "user", "content": self_reward_prompt(second_pass_description(t, missing), q)}]
+        for t, q in zip(texts, questions, strict=True)
+    ]
 
 
 class SelfRewardGRPOTrainer(GRPOTrainer):
@@ -63,21 +79,9 @@ class SelfRewardGRPOTrainer(GRPOTrainer):
             raise KeyError(
                 f"self_reward needs the dataset column {QUESTION_COLUMN!r} (the raw question)"
             )
-        # Released: decoded with special tokens skipped; the reward code also normalises the
-        # whitespace around tags before anything else.
-        texts = [normalize_tag_whitespace(completion_text(c)) for c in completions]
-        missing = self.self_reward.missing_description
-        prompts = [
-            [
-                {
-                    "role": "user",
-                    "content": self_reward_prompt(
-                        second_pass_description(text, missing), str(row[QUESTION_COLUMN])
-                    ),
-                }
-            ]
-            for text, row in zip(texts, inputs, strict=True)
-        ]
+        texts = [completion_text(c) for c in completions]
+        questions = [str(row[QUESTION_COLUMN]) for row in inputs]
+        prompts = second_pass_prompts(texts, questions, self.self_reward.missing_description)
         prompt_ids, _, multimodal = self._tokenize_prompts(prompts)
         with torch.no_grad():
             completion_ids, _ = self._generate_single_turn(

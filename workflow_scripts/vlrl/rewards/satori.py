@@ -18,6 +18,14 @@ SATORI with a thinking stage (paper v2 "SATORI" rows; Fig. 3 of the project page
 ``caption_bbox_think_answer`` and ``satori.format_think`` are vlrl's construction from the
 released ones (``prompt.txt`` with a think step, ``external_format`` with a ``<think>`` block; texts
 in :mod:`vlrl.prompts`, re-exported here); the other three rewards are the released ones.
+
+Deviations from ``plugin.py`` (tested against a verbatim copy in
+``tests/rewards/test_satori_released.py``): a reward never raises, so a box the released code
+cannot parse (too deep, an integer beyond float range, an unhashable literal such as ``{[1]: 2}``)
+or an infinite coordinate (released: NaN) scores 0; a row without reference boxes or caption
+scores None (released: 0.0, or AttributeError for the caption); ``possible_answers`` given as a
+bare string is one answer matched exactly (released: a substring test), and absent or empty it
+falls back to ``[answer]`` (released: TypeError or 0.0).
 """
 
 from __future__ import annotations
@@ -125,7 +133,8 @@ def parse_boxes(text: str) -> list[list[float]] | None:
         return None
     try:
         boxes = ast.literal_eval(match.group(1))
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        # TypeError: an unhashable dict key or set member ({[1]: 2}), where released raises
         return None
     if isinstance(boxes, list) and all(not isinstance(x, list) for x in boxes):
         boxes = [boxes]

@@ -17,6 +17,12 @@ client (async, bounded, retries, cache) is :mod:`vlrl.rewards.thinking`. This mo
 pure parts:
 :func:`decoded_chat_prompt`, :func:`thinking_prompt_text`, :func:`thinking_request` and
 :func:`parse_thinking_score`.
+
+Deviations from the released code (tested against a verbatim copy in
+``tests/rewards/test_sophiavl_released.py``): the alias types above (released: numerical); a
+ground truth that is not a string is graded as ``str(answer)`` (released: TypeError); a reward
+model reply without a parsable score is 0.0 at once (released: ten retries, then 0); a multiple
+choice question without options gets no options line (released: TypeError).
 """
 
 from __future__ import annotations

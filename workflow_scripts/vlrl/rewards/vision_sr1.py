@@ -14,6 +14,13 @@ prompt built from the first response's description (:func:`extract_description`,
 
 Columns read: ``answer`` (ground truth, graded by mathruler) and ``self_reward_responses``.
 
+Deviations from the released code (tested against verbatim copies in
+``tests/rewards/test_vision_sr1_released.py``): without the ``self_reward_responses`` column
+``visual`` is None and ``total`` raises (the released reward manager passes ``""``, scored 0, or 1
+when the answer is "None"); a None entry there is None (released: 0 through its ``try``); a
+ground truth that is not a string is graded as ``str(answer)`` (released: AttributeError in
+mathruler); chat-message completions are scored on their text.
+
 Weights (the released ``compute_score``): overall = 0.9·acc + 0.1·fmt + 1.0·vis,
 range [0, 2]. In TRL the same advantage comes from rewards ``[vision_sr1.accuracy,
 vision_sr1.format, vision_sr1.visual]`` with ``reward_weights: [0.9, 0.1, 1.0]`` and the default

@@ -1,0 +1,248 @@
+"""``make mutate``: mutation testing of the modules where a silent bug changes a published number.
+
+mutmut (pinned in ``envs/main.in``) plants one small bug at a time (``>=`` → ``>``, ``0.5`` →
+``1.5``, a dropped argument…) in the target modules and runs the tests that cover the mutated
+function; a mutant the tests do not notice *survives*. The score per module is the share of
+mutants killed, not counting the ones listed as equivalent in ``mutation/equivalent/*.toml``
+(mutants that cannot change behaviour, each with its reason; one file per module).
+
+mutmut names a mutant by the module path it mutated relative to where it runs, and only strips
+``src/``; the package lives in ``workflow_scripts/``, so each target group runs in a scratch
+workspace, ``.mutate/<group>/`` (ignored by git), holding ``src/vlrl`` (a copy of the package),
+``tests`` (a link) and a ``pyproject.toml`` written here. mutmut itself copies both into
+``mutants/`` there and runs the tests in it, beside links to the checkout's configuration.
+
+    python mutation/run.py                 # everything (about an hour on 2 cores)
+    python mutation/run.py rewards         # one target group
+    python mutation/run.py --report        # print the last run's scores and survivors again
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKSPACE = ROOT / ".mutate"
+EQUIVALENT = ROOT / "mutation" / "equivalent"
+
+# Target groups: what is mutated (globs under the package) and the tests that may kill it. mutmut
+# runs, for each mutant, only the selected tests that executed the mutated function.
+TARGETS: dict[str, list[str]] = {
+    "rewards": ["vlrl/rewards/*"],
+    "scoring": ["vlrl/scoring/*"],
+    "config": ["vlrl/config/*"],
+    "stage_deps": ["vlrl/workflow/stage_deps.py"],
+}
+TESTS: dict[str, list[str]] = {
+    "rewards": ["tests/rewards"],
+    "scoring": [
+        "tests/scoring",
+        "tests/data/formats",
+        "tests/test_benchmarks.py",
+        "tests/test_benchmark_adapters.py",
+        "tests/reporting/test_render.py",
+    ],
+    "config": [
+        "tests/test_config.py",
+        "tests/test_config_extends.py",
+        "tests/test_config_bounds.py",
+    ],
+    "stage_deps": ["tests/workflow/test_stage_deps.py"],
+}
+# Pipeline tests (training, whole DAGs) are too slow to run per mutant; unit tests cover these
+# modules.
+PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not slow", "-o", "addopts=", "-q"]
+
+PER_TEST_TIMEOUT_S = 60
+
+# Checkout files the tests read, linked into the workspace.
+LINKED = ["params.yaml", "Snakefile", "config", "rules", "envs", "profiles"]
+
+STATUS_LINE = re.compile(r"^\s+(?P<name>\S+__mutmut_\d+): (?P<status>.+)$")
+
+app = typer.Typer(add_completion=False)
+
+
+def _toml_list(values: list[str]) -> str:
+    return "[" + ", ".join(f'"{v}"' for v in values) + "]"
+
+
+def prepare(group: str, fresh: bool) -> Path:
+    """Write ``.mutate/<group>/``: the package copy, the tests link and mutmut's configuration."""
+    workspace = WORKSPACE / group
+    if fresh and workspace.exists():
+        shutil.rmtree(workspace)
+    workspace.mkdir(parents=True, exist_ok=True)
+    package = workspace / "src" / "vlrl"
+    if package.exists():
+        shutil.rmtree(package)
+    shutil.copytree(
+        ROOT / "workflow_scripts" / "vlrl", package, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    tests = workspace / "tests"
+    if not tests.exists():
+        tests.symlink_to(ROOT / "tests")
+    # mutmut runs the tests in mutants/, which must look like a checkout: the files that make it
+    # the project root (vlrl.paths.ROOT_MARKERS) and the configuration, linked; workflow_scripts/
+    # as a link to the mutated package, so tests that find the source there read the mutants.
+    mutants = workspace / "mutants"
+    mutants.mkdir(exist_ok=True)
+    for name, target in [*((n, ROOT / n) for n in LINKED), ("workflow_scripts", Path("src"))]:
+        if not (mutants / name).is_symlink():
+            (mutants / name).symlink_to(target)
+    # mutmut puts mutants/ on sys.path: the plugin that empties caches between tests
+    shutil.copy2(ROOT / "mutation" / "fresh_caches.py", mutants / "fresh_caches.py")
+    only = [f"src/{glob}" for glob in TARGETS[group]]
+    selection = TESTS[group]
+    missing = [path for path in selection if not (ROOT / path).exists()]
+    if missing:
+        raise typer.BadParameter(f"mutation/run.py TESTS names missing test paths: {missing}")
+    (workspace / "pyproject.toml").write_text(
+        "# Written by mutation/run.py; edit TARGETS/TESTS there.\n"
+        "[tool.mutmut]\n"
+        'source_paths = ["src"]\n'
+        f"only_mutate = {_toml_list(only)}\n"
+        f"pytest_add_cli_args = {_toml_list(PYTEST_ARGS)}\n"
+        f"pytest_add_cli_args_test_selection = {_toml_list(selection)}\n"
+        "use_git_change_detection = false\n"
+        "[tool.pytest.ini_options]\n"
+        'markers = ["slow", "reproduction", "smoke", "gpu", "network"]\n'
+        'filterwarnings = ["ignore::DeprecationWarning"]\n'
+    )
+    return workspace
+
+
+def _mutmut(workspace: Path, *args: str, capture: bool = False) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "VLRL_ROOT"}
+    # the plugin that empties caches between tests (mutation/fresh_caches.py), copied beside
+    env["PYTEST_PLUGINS"] = "fresh_caches"
+    # mutmut stops a mutant by CPU time; one that waits on a socket or a lock would hang: a test
+    # over PER_TEST_TIMEOUT_S fails (pytest-timeout), which kills the mutant. Environment, not
+    # pytest_add_cli_args: mutmut would discard every result when those change.
+    # Tests that start a real model server take seconds each, per mutant: the fake endpoint's
+    # tests (tests/scoring/test_judge_endpoint.py) cover the same paths.
+    env["PYTEST_ADDOPTS"] = f"--timeout {PER_TEST_TIMEOUT_S} -k 'not model_server'"
+    mutmut = Path(sys.executable).with_name("mutmut")
+    return subprocess.run(
+        [str(mutmut), *args], cwd=workspace, env=env, text=True, capture_output=capture
+    )
+
+
+def statuses(workspace: Path) -> dict[str, str]:
+    """Every mutant of a group's last run and its status (killed, survived, no tests…)."""
+    out = _mutmut(workspace, "results", "--all", "true", capture=True)
+    if out.returncode:
+        raise typer.Exit(f"mutmut results failed:\n{out.stderr}")
+    return {
+        m["name"]: m["status"] for line in out.stdout.splitlines() if (m := STATUS_LINE.match(line))
+    }
+
+
+def equivalent() -> dict[str, str]:
+    """Mutants that cannot change behaviour, name → why (``mutation/equivalent/*.toml``: a table
+    per mutant, ``["vlrl.m.x_f__mutmut_3"]`` with ``why = "…"``)."""
+    found: dict[str, str] = {}
+    for path in sorted(EQUIVALENT.glob("*.toml")):
+        for name, entry in tomllib.loads(path.read_text()).items():
+            if not isinstance(entry, dict) or not str(entry.get("why", "")).strip():
+                raise typer.BadParameter(f'{path}: [{name!r}] needs why = "…"')
+            found[name] = entry["why"]
+    return found
+
+
+def module_of(mutant: str) -> str:
+    """``vlrl.rewards.common.x_f__mutmut_3`` → ``vlrl.rewards.common``."""
+    parts = mutant.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith(("x_", "xǁ")):
+            return ".".join(parts[:i])
+    return mutant.rpartition(".")[0]
+
+
+def report(results: dict[str, str], show_survivors: bool = True) -> dict[str, Counter]:
+    """Print the score per module and the surviving mutants; returns the counts."""
+    known = equivalent()
+    counts: dict[str, Counter] = defaultdict(Counter)
+    survivors: list[str] = []
+    for name, status in sorted(results.items()):
+        status = "equivalent" if name in known and status == "survived" else status
+        counts[module_of(name)][status] += 1
+        if status in ("survived", "no tests"):
+            survivors.append(f"{name}: {status}")
+    print(f"{'module':42} {'mutants':>7} {'killed':>6} {'surv.':>5} {'untested':>8} "
+          f"{'equiv.':>6} {'score':>6}")  # fmt: skip
+    total: Counter = Counter()
+    for module, c in sorted(counts.items()):
+        total.update(c)
+        print(_row(module, c))
+    print(_row("all", total))
+    if show_survivors and survivors:
+        print(f"\n{len(survivors)} mutants not killed (see one with "
+              "`cd .mutate/GROUP && ../../.venv/bin/mutmut show NAME`):")  # fmt: skip
+        print("\n".join(survivors))
+    return counts
+
+
+def _row(module: str, c: Counter) -> str:
+    killed = c["killed"] + c["timeout"]
+    judged = sum(c.values()) - c["equivalent"] - c["skipped"] - c["not checked"]
+    score = f"{100 * killed / judged:5.1f}%" if judged else "  -  "
+    return (
+        f"{module:42} {sum(c.values()):7d} {killed:6d} {c['survived']:5d} {c['no tests']:8d} "
+        f"{c['equivalent']:6d} {score:>6}"
+    )
+
+
+@app.command()
+def main(
+    groups: Annotated[
+        list[str] | None, typer.Argument(help=f"target groups (default all): {list(TARGETS)}")
+    ] = None,
+    report_only: Annotated[
+        bool, typer.Option("--report", help="only print the last run's results")
+    ] = False,
+    fresh: Annotated[
+        bool, typer.Option(help="start over (--no-fresh goes on from the last run)")
+    ] = True,
+    survivors: Annotated[
+        bool,
+        typer.Option(
+            "--survivors",
+            help="test again only the last run's mutants not killed (after adding tests)",
+        ),
+    ] = False,
+    max_children: Annotated[int, typer.Option(help="mutants tested at once")] = os.cpu_count() or 2,
+) -> None:
+    """Run mutmut on the target groups and print the score per module."""
+    groups = groups or list(TARGETS)
+    unknown = [g for g in groups if g not in TARGETS]
+    if unknown:
+        raise typer.BadParameter(f"unknown target group(s) {unknown}; known: {list(TARGETS)}")
+    results: dict[str, str] = {}
+    for group in groups:
+        if not report_only:
+            again: list[str] = []
+            if survivors:
+                last = statuses(WORKSPACE / group)
+                again = [n for n, status in last.items() if status not in ("killed", "timeout")]
+            workspace = prepare(group, fresh=fresh and not survivors)
+            run = _mutmut(workspace, "run", "--max-children", str(max_children), *again)
+            if run.returncode:
+                raise typer.Exit(run.returncode)
+        if (WORKSPACE / group / "mutants").is_dir():
+            results.update(statuses(WORKSPACE / group))
+    report(results)
+
+
+if __name__ == "__main__":
+    app()

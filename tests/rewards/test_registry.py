@@ -1,0 +1,98 @@
+"""The reward registry (``vlrl.rewards``): names, lookups and the configured reward's settings.
+
+``get_reward`` is what training calls for each name in ``grpo.rewards``; ``settings_problems``
+is what ``vlrl check`` reports; ``configured_settings`` is which ``grpo`` keys the grpo stage
+starts servers for. No endpoint is called here (building the thinking reward only validates).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from vlrl.config import GRPOConfig, ThinkingRewardConfig
+from vlrl.errors import ConfigError
+from vlrl.rewards import (
+    REGISTRY,
+    ConfiguredReward,
+    common,
+    configured_settings,
+    get_reward,
+    settings_problems,
+)
+from vlrl.rewards.thinking import ThinkingReward
+
+URL = "http://127.0.0.1:1/v1"
+MISSING = "grpo.rewards lists sophiavl.thinking but grpo.reward_model (base_url, model) is missing"
+
+
+def with_reward_model(**extra) -> GRPOConfig:
+    return GRPOConfig(reward_model={"base_url": URL, "model": "rm", **extra})
+
+
+def test_common_rewards_are_registered_as_functions() -> None:
+    assert REGISTRY["common.format"] is common.think_answer_format_reward
+    assert REGISTRY["common.accuracy"] is common.accuracy_reward
+    assert REGISTRY["common.correct"] is common.correct_reward
+    # The default experiment's rewards resolve.
+    for name in GRPOConfig().rewards:
+        assert callable(get_reward(name))
+
+
+def test_thinking_is_the_only_configured_reward() -> None:
+    configured = {n: e for n, e in REGISTRY.items() if isinstance(e, ConfiguredReward)}
+    assert list(configured) == ["sophiavl.thinking"]
+    entry = configured["sophiavl.thinking"]
+    assert (entry.key, entry.settings) == ("reward_model", "base_url, model")
+
+
+def test_get_reward_returns_the_registered_function() -> None:
+    assert get_reward("common.format") is common.think_answer_format_reward
+    assert get_reward("common.correct", GRPOConfig()) is common.correct_reward
+
+
+def test_get_reward_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(KeyError) as info:
+        get_reward("common.nope")
+    message = info.value.args[0]
+    assert message.startswith("unknown reward 'common.nope'; known: [")
+    assert f"{sorted(REGISTRY)}" in message
+
+
+def test_get_reward_builds_the_configured_reward_from_its_settings() -> None:
+    reward = get_reward("sophiavl.thinking", with_reward_model(concurrency=3))
+    assert isinstance(reward, ThinkingReward)
+    assert (reward.cfg.base_url, reward.cfg.model, reward.cfg.concurrency) == (URL, "rm", 3)
+    # Any object with the key works (trust_grpo passes its own section).
+    settings = ThinkingRewardConfig(base_url=URL, model="other")
+    assert get_reward("sophiavl.thinking", SimpleNamespace(reward_model=settings)).cfg is settings
+
+
+@pytest.mark.parametrize("grpo", [GRPOConfig(), None, SimpleNamespace()])
+def test_get_reward_refuses_a_configured_reward_without_settings(grpo) -> None:
+    with pytest.raises(ConfigError) as info:
+        get_reward("sophiavl.thinking", grpo)
+    assert str(info.value) == MISSING
+
+
+def test_settings_problems() -> None:
+    assert settings_problems(["sophiavl.thinking"], GRPOConfig()) == [("reward_model", MISSING)]
+    # An object without the key at all (not just None) is reported, not an AttributeError.
+    assert settings_problems(["common.format", "sophiavl.thinking"], SimpleNamespace()) == [
+        ("reward_model", MISSING)
+    ]
+    assert settings_problems(["sophiavl.thinking"], None) == [("reward_model", MISSING)]
+    assert settings_problems(["sophiavl.thinking"], with_reward_model()) == []
+    # Plain functions and unknown names need no settings (unknown names are reported elsewhere).
+    assert settings_problems(["common.format", "common.accuracy", "x.y"], GRPOConfig()) == []
+    assert settings_problems([], GRPOConfig()) == []
+
+
+def test_configured_settings() -> None:
+    assert configured_settings(["common.format", "sophiavl.thinking"]) == ["reward_model"]
+    assert configured_settings(["sophiavl.thinking", "x.y", "sophiavl.thinking"]) == [
+        "reward_model"
+    ]
+    assert configured_settings(["common.format", "common.accuracy"]) == []
+    assert configured_settings([]) == []

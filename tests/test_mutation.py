@@ -1,0 +1,64 @@
+"""``make mutate``'s driver (mutation/run.py): its targets exist, scores count what they claim,
+and every mutant declared equivalent names a function that exists and says why."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def run():
+    spec = importlib.util.spec_from_file_location("mutation_run", ROOT / "mutation" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_target_and_test_path_exists(run) -> None:
+    assert set(run.TARGETS) == set(run.TESTS)
+    for group, globs in run.TARGETS.items():
+        for glob in globs:
+            assert list((ROOT / "workflow_scripts").glob(glob)), f"{group}: {glob} matches nothing"
+        for path in run.TESTS[group]:
+            assert (ROOT / path).exists(), f"{group}: {path} does not exist"
+
+
+def test_module_of(run) -> None:
+    assert run.module_of("vlrl.rewards.common.x_format__mutmut_3") == "vlrl.rewards.common"
+    assert run.module_of("vlrl.scoring.judge.xǁJudgeǁscore__mutmut_12") == "vlrl.scoring.judge"
+
+
+def test_score_counts_killed_and_timeouts_over_all_but_equivalent(run, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(run, "equivalent", lambda: {"vlrl.a.x_f__mutmut_4": "why"})
+    results = {
+        "vlrl.a.x_f__mutmut_1": "killed",
+        "vlrl.a.x_f__mutmut_2": "timeout",
+        "vlrl.a.x_f__mutmut_3": "survived",
+        "vlrl.a.x_f__mutmut_4": "survived",  # declared equivalent
+        "vlrl.a.x_f__mutmut_5": "no tests",
+    }
+    counts = run.report(results)
+    assert counts["vlrl.a"] == Counter(
+        killed=1, timeout=1, survived=1, equivalent=1, **{"no tests": 1}
+    )
+    out = capsys.readouterr().out
+    assert re.search(r"^vlrl\.a\s+5\s+2\s+1\s+1\s+1\s+50\.0%$", out, re.M), out
+    assert "vlrl.a.x_f__mutmut_3: survived" in out and "mutmut_4" not in out.split("not killed")[1]
+
+
+def test_equivalent_mutants_name_real_functions_and_say_why(run) -> None:
+    for name, why in run.equivalent().items():
+        module = run.module_of(name)
+        path = ROOT / "workflow_scripts" / (module.replace(".", "/") + ".py")
+        assert path.is_file(), f"{name}: no module {path}"
+        function = name[len(module) + 1 :].partition("__mutmut_")[0]
+        function = function.removeprefix("x_").split("ǁ")[-1]
+        assert re.search(rf"def {re.escape(function)}\b", path.read_text()), name
+        assert len(why.split()) >= 4, f"{name}: say why it is equivalent"
