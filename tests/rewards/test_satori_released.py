@@ -42,14 +42,12 @@ Declared deviations (expected value here: vlrl's; released code: justairr/SATORI
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
 import warnings
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from released_code import released_module
 
 from vlrl.rewards import satori
 from vlrl.rewards.satori import REWARDS, BBoxIoUReward
@@ -58,16 +56,7 @@ MIN_PIXELS, MAX_PIXELS = 200704, 401408  # plugin.py line 97
 N_CASES = 300  # per test: the first half ordinary, the second adversarial
 
 
-def _reference(name: str) -> ModuleType:
-    # Loaded by path: tests/scoring/reference is a package named ``reference`` too.
-    path = Path(__file__).parent / "reference" / name
-    spec = importlib.util.spec_from_file_location(f"rewards_reference_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-released = _reference("released_satori_rewards.py")
+released = released_module("released_satori_rewards.py")
 RELEASED = {
     "satori.format": released.orms["external_format"](),
     "satori.caption": released.orms["external_caption_acc"](),
@@ -458,7 +447,7 @@ def test_shapely_shim_agrees_with_shapely() -> None:
     against the shim on the generated cases (skipped in .venv, which has no shapely)."""
     geometry = pytest.importorskip("shapely.geometry")
     ops = pytest.importorskip("shapely.ops")
-    real = _reference("released_satori_rewards.py")
+    real = released_module("released_satori_rewards.py")
     real.box, real.unary_union = geometry.box, ops.unary_union
     compared = 0
     for seed in range(N_CASES):

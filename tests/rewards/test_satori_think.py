@@ -12,13 +12,11 @@ the thinking layout, so the two formats are distinct. The prompt oracle is ``pro
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from released_code import REFERENCE, released_module
 
 from vlrl import prompts
 from vlrl.prompts import PROMPTS
@@ -33,19 +31,7 @@ from vlrl.rewards.satori import (
     format_think_reward,
 )
 
-REFERENCE = Path(__file__).parent / "reference"
-
-
-def _reference(name: str) -> ModuleType:
-    # Loaded by path: tests/scoring/reference is a package named ``reference`` too.
-    path = REFERENCE / name
-    spec = importlib.util.spec_from_file_location(f"rewards_reference_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-released = _reference("released_satori_format.py")
+released = released_module("released_satori_format.py")
 RELEASED_FORMAT = released.orms["external_format"]()
 RELEASED_PATTERN = next(
     c

@@ -40,14 +40,14 @@ must agree.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import math
 import random
 from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
+
+from released_code import released_module
 
 from vlrl.prompts import SOPHIAVL_THINK_PATTERN
 from vlrl.rewards.sophiavl import (
@@ -69,19 +69,7 @@ from vlrl.rewards.sophiavl import (
     unwrap_answer,
 )
 
-REFERENCE = Path(__file__).parent / "reference"
-
-
-def _reference(name: str) -> ModuleType:
-    # Loaded by path: tests/scoring/reference is a package named ``reference`` too.
-    path = REFERENCE / name
-    spec = importlib.util.spec_from_file_location(f"rewards_reference_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-released = _reference("released_sophiavl_rewards.py")
+released = released_module("released_sophiavl_rewards.py")
 TRAINER = SimpleNamespace(reward_fn_dict=released.released_reward_fn_dict())
 
 ORDINARY, ADVERSARIAL = 150, 150  # cases per differential test: ordinary first, then adversarial

@@ -10,13 +10,11 @@ edge cases (spaced tags, text around the blocks, tag soup). The recipe's rewards
 
 from __future__ import annotations
 
-import importlib.util
 import random
-from pathlib import Path
-from types import ModuleType
 
 import jinja2
 import pytest
+from released_code import REFERENCE, released_module
 
 from vlrl.prompts import PROMPTS
 from vlrl.rewards import REGISTRY
@@ -29,18 +27,7 @@ from vlrl.rewards.vision_sr1 import (
     format_reward,
 )
 
-REFERENCE = Path(__file__).parent / "reference"
-
-
-def _reference(name: str) -> ModuleType:
-    # Loaded by path: tests/scoring/reference is a package named ``reference`` too.
-    spec = importlib.util.spec_from_file_location(f"rewards_reference_{name}", REFERENCE / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-released = _reference("released_vision_sr1_cot_val.py")
+released = released_module("released_vision_sr1_cot_val.py")
 
 GOOD = r"<think>two red cubes, so 2</think>\boxed{2}"
 

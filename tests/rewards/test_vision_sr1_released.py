@@ -42,14 +42,12 @@ Declared deviations (by design; the expected values in :func:`test_declared_devi
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import math
 import random
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from released_code import released_module
 
 from vlrl.rewards import REGISTRY
 from vlrl.rewards.vision_sr1 import (
@@ -66,19 +64,8 @@ from vlrl.rewards.vision_sr1 import (
     visual_reward,
 )
 
-REFERENCE = Path(__file__).parent / "reference"
-
-
-def _reference(name: str) -> ModuleType:
-    # Loaded by path: tests/scoring/reference is a package named ``reference`` too.
-    spec = importlib.util.spec_from_file_location(f"rewards_reference_{name}", REFERENCE / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-released = _reference("released_vision_sr1_rewards.py")
-trainer = _reference("released_vision_sr1_trainer.py")
+released = released_module("released_vision_sr1_rewards.py")
+trainer = released_module("released_vision_sr1_trainer.py")
 
 
 def released_row(text: str, truth, second, question: str = "How many?<image>"):

@@ -12,26 +12,13 @@ these corners: each ``extract_choice`` keyword deciding between two letters, the
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 import released_vlm_r1
+from released_code import released_module
 
 from vlrl.rewards import _vlm_r1_grading as grading
 
-
-def _reference(name: str) -> ModuleType:
-    # Loaded by path: tests/scoring/reference is a package named ``reference`` too.
-    path = Path(__file__).parent / "reference" / name
-    spec = importlib.util.spec_from_file_location(f"rewards_grading_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-released_math = _reference("released_vlm_r1_math.py")
+released_math = released_module("released_vlm_r1_math.py")
 
 KEYWORDS = ["答案", "选择", "正确", "是", "对", "answer", "correct", "choose", "select", "right",
             "认为", "应该", "觉得", "think", "believe", "should"]  # fmt: skip

@@ -10,27 +10,15 @@ edge cases (Hendrycks quirks, ``\fbox``, ``\boxed 5$``, several ``<answer>`` tag
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import random
-from pathlib import Path
-from types import ModuleType
 
 import pytest
+from released_code import released_module
 
 from vlrl.rewards import REGISTRY, _vlm_r1_grading, vlm_r1
 
-
-def _reference(name: str) -> ModuleType:
-    # Loaded by path: tests/scoring/reference is a package named ``reference`` too.
-    path = Path(__file__).parent / "reference" / name
-    spec = importlib.util.spec_from_file_location(f"rewards_reference_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-released = _reference("released_vlm_r1_math.py")
+released = released_module("released_vlm_r1_math.py")
 
 
 def outcome(fn, *args):

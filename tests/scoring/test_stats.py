@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest, bootstrap, norm
+from independent_stats import scipy_paired_bootstrap
+from scipy.stats import binomtest, norm
 
 from vlrl.scoring.stats import (
     accuracy_summary,
@@ -221,25 +222,6 @@ def test_summaries_give_every_interval_at_the_level_asked(level):
         assert (default["ci_low"], default["ci_high"]) == pytest.approx(
             wilson(k, n, 0.95), abs=TIGHT
         )
-
-
-def scipy_paired_bootstrap(
-    a: np.ndarray, b: np.ndarray, level: float, resamples: int, seed: int
-) -> tuple[float, float]:
-    """``scipy.stats.bootstrap``'s paired percentile interval of mean(a − b), from the same
-    seeded generator: scipy draws its resampled indices as ``rng.integers(0, n, (resamples,
-    n))``, the draws ``paired_difference`` documents, so the two agree up to rounding."""
-    result = bootstrap(
-        (a.astype(float), b.astype(float)),
-        lambda x, y, axis: np.mean(x - y, axis=axis),
-        paired=True,
-        vectorized=True,
-        confidence_level=level,
-        n_resamples=resamples,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def paired_items(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from independent_stats import scipy_paired_bootstrap, scipy_wilson
 from PIL import Image
-from scipy.stats import binomtest, bootstrap
+from scipy.stats import binomtest
 
 from vlrl import paths
 from vlrl.config import load_experiment
@@ -107,32 +108,6 @@ def edit_scores(checkpoint: str, bench: str, change) -> None:
     path.write_text(json.dumps(data))
 
 
-def wilson_ci(k: int, n: int, confidence: float) -> tuple[float, float]:
-    """The Wilson interval from scipy directly, not through vlrl.scoring.stats."""
-    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
-def paired_bootstrap_ci(
-    a: list[int], b: list[int], confidence: float, resamples: int, seed: int
-) -> tuple[float, float]:
-    """scipy's paired percentile bootstrap interval of mean(a - b), not through
-    vlrl.scoring.stats: from the same seeded generator it draws the same resamples as
-    ``paired_difference`` documents (``rng.integers(0, n, (resamples, n))``), so the two agree
-    to rounding (tests/scoring/test_stats.py checks it at several levels and sizes)."""
-    result = bootstrap(
-        (np.asarray(a, dtype=float), np.asarray(b, dtype=float)),
-        lambda x, y, axis: np.mean(x - y, axis=axis),
-        paired=True,
-        vectorized=True,
-        confidence_level=confidence,
-        n_resamples=resamples,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
 def expected_metrics_json(cfg, benches) -> str:
     """metrics.json as the report has always written it, computed here from the items."""
     tree = {}
@@ -141,7 +116,7 @@ def expected_metrics_json(cfg, benches) -> str:
         for checkpoint in cfg.checkpoints:
             items = [i for i in items_of(checkpoint, bench) if i["correct"] is not None]
             correct = [i["correct"] for i in items]
-            low, high = wilson_ci(sum(correct), len(correct), cfg.score.confidence)
+            low, high = scipy_wilson(sum(correct), len(correct), cfg.score.confidence)
             entry = {"accuracy": sum(correct) / len(correct), "ci_low": low, "ci_high": high}
             for task in tasks:
                 task_correct = [i["correct"] for i in items if i["task"] == task]
@@ -176,15 +151,15 @@ def test_report_numbers_equal_recomputation_from_items(project):
             items = items_of(checkpoint, bench)
             row = got[got.checkpoint == checkpoint].iloc[0]
             correct = [i["correct"] for i in items]
-            low, high = wilson_ci(sum(correct), len(correct), level)
+            low, high = scipy_wilson(sum(correct), len(correct), level)
             assert row["n"] == len(items) and row["unscored"] == 0
             assert row["accuracy"] == pytest.approx(np.mean(correct))
             assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), abs=tol)
-            w_low, w_high = wilson_ci(sum(correct), len(correct), wrong_level)
+            w_low, w_high = scipy_wilson(sum(correct), len(correct), wrong_level)
             assert min(abs(w_low - low), abs(w_high - high)) > 1e-3  # the test's own power
             for task in TASKS:
                 task_correct = [i["correct"] for i in items if i["task"] == task]
-                t_low, t_high = wilson_ci(sum(task_correct), len(task_correct), level)
+                t_low, t_high = scipy_wilson(sum(task_correct), len(task_correct), level)
                 assert row[f"{task}.n"] == len(task_correct)
                 assert row[f"{task}.accuracy"] == pytest.approx(np.mean(task_correct))
                 assert (row[f"{task}.ci_low"], row[f"{task}.ci_high"]) == pytest.approx(
@@ -212,9 +187,9 @@ def test_report_numbers_equal_recomputation_from_items(project):
         paired = ([a[k] for k in sorted(a)], [b[k] for k in sorted(a)])
         resampling = (cfg.score.bootstrap_resamples, cfg.seed)
         assert resampling == (2000, 0)  # the defaults the rendered legend states
-        low, high = paired_bootstrap_ci(*paired, level, *resampling)
+        low, high = scipy_paired_bootstrap(*paired, level, *resampling)
         assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), abs=tol)
-        w_low, w_high = paired_bootstrap_ci(*paired, wrong_level, *resampling)
+        w_low, w_high = scipy_paired_bootstrap(*paired, wrong_level, *resampling)
         assert min(abs(w_low - low), abs(w_high - high)) > 1e-3  # the test's own power
         assert row["ci_low"] <= row["diff"] <= row["ci_high"]
         assert row["excluded"] == 0
@@ -224,7 +199,7 @@ def test_report_numbers_equal_recomputation_from_items(project):
 
     md = (out / "results.md").read_text()
     base = [i["correct"] for i in items_of("base", "shapes_test")]
-    b_low, b_high = wilson_ci(sum(base), len(base), level)
+    b_low, b_high = scipy_wilson(sum(base), len(base), level)
     shown = f"{100 * np.mean(base):.1f} [{100 * b_low:.1f}, {100 * b_high:.1f}]"
     assert shown in md and "## other" in md and "| SFT+GRPO |" in md
     assert "| model | accuracy (headline) | n | unscored |" in md, "the headline leads"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from scipy.stats import binomtest
+from independent_stats import scipy_wilson
 from typer.testing import CliRunner
 
 from vlrl import paths
@@ -15,13 +15,6 @@ from vlrl.cli import app
 from vlrl.config import load_experiment
 from vlrl.errors import StageError
 from vlrl.stages import score
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    """The 95% Wilson interval from scipy, not through the scorer's own statistics."""
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
-
 
 REPO = Path(__file__).resolve().parents[2]
 EXP, BENCH = "tiny_shapes", "shapes_test"
@@ -96,11 +89,11 @@ def test_scores_file_contract(project):
         assert set(item) >= {"id", "task", "problem_type", "extracted", "correct", "score"}
     k = sum(r[7] for r in ROWS)
     assert data["n"] == len(ROWS) and data["accuracy"] == k / len(ROWS)
-    assert (data["ci_low"], data["ci_high"]) == pytest.approx(wilson(k, len(ROWS)))
+    assert (data["ci_low"], data["ci_high"]) == pytest.approx(scipy_wilson(k, len(ROWS)))
     assert sorted(data["per_task"]) == ["arithmetic", "caption", "color", "count", "grounding"]
     color = data["per_task"]["color"]
     assert (color["n"], color["accuracy"]) == (3, pytest.approx(2 / 3))
-    assert (color["ci_low"], color["ci_high"]) == pytest.approx(wilson(2, 3))
+    assert (color["ci_low"], color["ci_high"]) == pytest.approx(scipy_wilson(2, 3))
     by_id = {item["id"]: item for item in data["items"]}
     assert by_id["n3"]["extracted"] == "5"  # text after </think> when there is no answer tag
     assert not list(paths.scores_file(EXP, "grpo", BENCH).parent.glob("*.tmp-*"))
