@@ -56,8 +56,11 @@ TESTS: dict[str, list[str]] = {
         "tests/test_config.py",
         "tests/test_config_extends.py",
         "tests/test_config_bounds.py",
+        "tests/test_config_errors.py",
+        "tests/test_config_merging.py",
+        "tests/test_config_keys.py",
     ],
-    "stage_deps": ["tests/workflow/test_stage_deps.py"],
+    "stage_deps": ["tests/workflow/test_stage_deps.py", "tests/workflow/test_stage_deps_edges.py"],
 }
 # Pipeline tests (training, whole DAGs) are too slow to run per mutant; unit tests cover these
 # modules.

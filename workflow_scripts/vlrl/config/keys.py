@@ -7,13 +7,16 @@ them, for the params files (:mod:`vlrl.workflow.resolve`) and for the training r
 
 from __future__ import annotations
 
-import contextlib
+import re
 from collections.abc import Iterable
 from typing import Any
 
 import yaml
 
 from vlrl.errors import ConfigError
+
+_DECIMAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+"""A number as written in a config (``1e-5``, ``-2.``, ``.5``): YAML 1.1 reads some as text."""
 
 
 def lookup(config: Any, key: str) -> Any:
@@ -93,10 +96,10 @@ def parse_overrides(overrides: list[str]) -> list[tuple[str, Any]]:
             raise ConfigError(f"override {item!r} is not of the form key.sub=value")
         key, raw = item.split("=", 1)
         value = yaml.safe_load(raw)
-        # YAML 1.1 reads 1e-5 as a string; users mean a number.
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                value = float(value)
+        # YAML 1.1 reads 1e-5 as a string; users mean a number (but "nan" or "Infinity" are
+        # text, which float() would also accept).
+        if isinstance(value, str) and _DECIMAL.fullmatch(value):
+            value = float(value)
         parsed.append((key.strip(), value))
     return parsed
 

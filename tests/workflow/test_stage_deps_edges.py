@@ -1,0 +1,224 @@
+"""Edge cases of :mod:`vlrl.workflow.stage_deps` on tiny fake source trees (no copy of the real
+one): every function honours its ``root``, relative and guarded imports resolve exactly, READS
+and FILES are read in order and re-read when their module changes, and each malformed
+declaration is an error naming the file at fault."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import vlrl
+from vlrl.errors import ConfigError
+from vlrl.workflow import stage_deps
+
+# A minimal project: the entry command, one module it runs first, two stages (one using the
+# rewards), a shared READS tuple in vlrl.stages and a reward registry with two families. Its
+# names do not exist in the real package, so a function that ignored ``root`` fails here.
+BASE = {
+    "__init__.py": "",
+    "cli.py": (
+        "from vlrl import boot\nfrom vlrl.stages import alpha\nfrom vlrl.workflow import tool\n"
+    ),
+    "boot.py": "",
+    "workflow/__init__.py": "",
+    "workflow/tool.py": "",
+    "stages/__init__.py": 'SHARED = ("seed", "model.name")\n',
+    "stages/alpha.py": 'from vlrl.stages import SHARED\n\nREADS = ("first", *SHARED, "last")\n',
+    "stages/gamma.py": 'from vlrl import rewards\n\nREADS = ("grpo",)\n',
+    "stages/notes.txt": "not a stage",
+    "rewards/__init__.py": "from vlrl.rewards import fam_a, fam_b\n",
+    "rewards/fam_a.py": "",
+    "rewards/fam_b.py": "",
+}
+
+
+def _tree(root: Path, extra: dict[str, str] | None = None) -> Path:
+    """Write :data:`BASE` (updated with ``extra``) under ``root/workflow_scripts/vlrl``."""
+    for name, text in {**BASE, **(extra or {})}.items():
+        path = root / "workflow_scripts" / "vlrl" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _rewrite(path: Path, text: str) -> None:
+    """Rewrite ``path`` with a surely different modification time (the parse caches' key)."""
+    before = path.stat().st_mtime_ns
+    path.write_text(text)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+def test_source_root_is_the_local_tree_else_the_imported_package(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "project")
+    assert stage_deps.source_root(root) == root / "workflow_scripts"
+    fallback = stage_deps.source_root(tmp_path / "elsewhere")
+    assert fallback == Path(vlrl.__file__).resolve().parents[1]
+    assert (fallback / "vlrl" / "__init__.py").is_file()
+
+
+def test_stages_are_the_modules_of_the_stages_package(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    assert stage_deps.stages(root) == ["alpha", "gamma"]
+
+
+def test_imports_resolve_exactly(tmp_path: Path) -> None:
+    """Absolute, relative (one and two levels), lazy and guarded imports of one module."""
+    root = _tree(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from . import sub\n",
+            "pkg/sub.py": "",
+            "pkg/sib.py": "",
+            "pkg/lazy.py": "",
+            "top.py": "",
+            "shown.py": "",
+            "hidden_a.py": "",
+            "hidden_b.py": "",
+            "pkg/mod.py": (
+                "import os\nimport typing\nimport vlrl\nimport helper\n"
+                "from typing import TYPE_CHECKING\n"
+                "from vlrl import boot\nfrom .sub import thing\nfrom . import sib\n"
+                "from .. import top\n"
+                "if TYPE_CHECKING:\n    from vlrl import hidden_a\n"
+                "if typing.TYPE_CHECKING:\n    from vlrl import hidden_b\n"
+                "else:\n    from vlrl import shown\n"
+                "def f():\n    from vlrl.pkg import lazy\n"
+            ),
+        },
+    )
+    # a module beside the package, not of it: never a dependency
+    (root / "workflow_scripts" / "helper.py").write_text("")
+    assert stage_deps.imported_modules("vlrl.pkg.mod", root) == {
+        "vlrl",
+        "vlrl.boot",
+        "vlrl.pkg",
+        "vlrl.pkg.sub",
+        "vlrl.pkg.sib",
+        "vlrl.pkg.lazy",
+        "vlrl.top",
+        "vlrl.shown",
+    }
+    # in a package's __init__, `.` is the package itself
+    assert stage_deps.imported_modules("vlrl.pkg", root) == {"vlrl.pkg", "vlrl.pkg.sub"}
+
+
+def test_a_missing_module_or_stage_names_the_source_tree(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    where = re.escape(str(root / "workflow_scripts"))
+    with pytest.raises(ConfigError, match=rf"^no source file for module vlrl\.nope under {where}$"):
+        stage_deps.imported_modules("vlrl.nope", root)
+    with pytest.raises(ConfigError, match=rf"^no source file for module vlrl\.nope under {where}$"):
+        stage_deps.data_files("vlrl.nope", root)
+    with pytest.raises(ConfigError, match=rf"^stage 'nope' has no module {where}/vlrl/stages/$"):
+        stage_deps.code_modules("nope", root)
+    with pytest.raises(
+        ConfigError, match=rf"^stage 'nope' has no module under {where}/vlrl/stages/$"
+    ):
+        stage_deps.declared_reads("nope", root)
+
+
+def test_a_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"broken.py": "a = 1\nb = 1 +\n"})
+    path = re.escape(str(root / "workflow_scripts" / "vlrl" / "broken.py"))
+    with pytest.raises(ConfigError, match=rf"^{path}:2: cannot parse: invalid syntax$"):
+        stage_deps.imported_modules("vlrl.broken", root)
+
+
+def test_entry_modules_and_code_modules_of_the_given_tree(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    assert stage_deps.entry_modules(root) == {"vlrl", "vlrl.boot"}
+    assert stage_deps.code_modules("alpha", root) == {
+        "vlrl",
+        "vlrl.boot",
+        "vlrl.stages",
+        "vlrl.stages.alpha",
+    }
+
+
+def test_reward_families_of_the_given_tree_narrow_the_code(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    assert stage_deps.reward_families(root) == {"vlrl.rewards.fam_a", "vlrl.rewards.fam_b"}
+    common = {"vlrl", "vlrl.boot", "vlrl.stages", "vlrl.stages.gamma", "vlrl.rewards"}
+    assert stage_deps.code_modules("gamma", root) == common | {
+        "vlrl.rewards.fam_a",
+        "vlrl.rewards.fam_b",
+    }
+    assert stage_deps.code_modules("gamma", root, ["fam_a.format"]) == common | {
+        "vlrl.rewards.fam_a"
+    }
+    (root / "workflow_scripts" / "vlrl" / "rewards" / "__init__.py").unlink()
+    (root / "workflow_scripts" / "vlrl" / "rewards" / "fam_a.py").unlink()
+    (root / "workflow_scripts" / "vlrl" / "rewards" / "fam_b.py").unlink()
+    assert stage_deps.reward_families(root) == set()
+
+
+def test_files_of_every_pattern_in_order_and_reread_on_change(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "mod.py": 'FILES = ("a/*.j2", "b/*.txt")\n',
+            "a/x.j2": "",
+            "a/w.j2": "",
+            "b/y.txt": "",
+        },
+    )
+    pkg = root / "workflow_scripts" / "vlrl"
+    assert stage_deps.data_files("vlrl.mod", root) == [
+        pkg / "a/w.j2",
+        pkg / "a/x.j2",
+        pkg / "b/y.txt",
+    ]
+    _rewrite(pkg / "mod.py", 'FILES = ("b/*.txt",)\n')
+    assert stage_deps.data_files("vlrl.mod", root) == [pkg / "b/y.txt"]
+
+
+def test_files_that_is_not_a_literal_is_an_error(tmp_path: Path) -> None:
+    """Not silently no files: a computed FILES would drop the dependency."""
+    root = _tree(tmp_path, {"mod.py": 'FILES = tuple(["a/*.j2"])\n', "a/x.j2": ""})
+    with pytest.raises(ConfigError, match=r"mod\.py: FILES must be a tuple of strings"):
+        stage_deps.data_files("vlrl.mod", root)
+
+
+def test_reads_keeps_order_and_unpacks_the_shared_tuple_of_the_tree(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    assert stage_deps.declared_reads("alpha", root) == ("first", "seed", "model.name", "last")
+    stage = root / "workflow_scripts" / "vlrl" / "stages" / "alpha.py"
+    _rewrite(stage, 'READS = ("other",)\n')
+    assert stage_deps.declared_reads("alpha", root) == ("other",)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ('READS = ("a", 3)', r"alpha\.py: READS must be a tuple of strings"),
+        ('OTHER = "b"\nREADS = ("a", OTHER)', r"alpha\.py: READS must be a tuple of strings"),
+        ('READS = ("a", *f())', r"alpha\.py: READS must be a tuple of strings"),
+        (
+            'from os import sep\nREADS = ("a", *sep)',
+            r"alpha\.py: READS unpacks sep, which is not imported from a vlrl module$",
+        ),
+        (
+            'READS = ("a", *UNKNOWN)',
+            r"alpha\.py: READS unpacks UNKNOWN, which is not imported from a vlrl module$",
+        ),
+        (
+            'from vlrl.stages import LISTED\nREADS = ("a", *LISTED)',
+            r"stages/__init__\.py: LISTED must be a tuple of strings \(unpacked by .*alpha\.py\)$",
+        ),
+        (
+            'from vlrl.stages import MIXED\nREADS = ("a", *MIXED)',
+            r"stages/__init__\.py: MIXED must be a tuple of strings \(unpacked by .*alpha\.py\)$",
+        ),
+    ],
+)
+def test_malformed_reads_is_an_error_naming_the_file(
+    tmp_path: Path, source: str, message: str
+) -> None:
+    shared = 'LISTED = ["x"]\nMIXED = ("x", 1)\n'
+    root = _tree(tmp_path, {"stages/alpha.py": source + "\n", "stages/__init__.py": shared})
+    with pytest.raises(ConfigError, match=message):
+        stage_deps.declared_reads("alpha", root)
