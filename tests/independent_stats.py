@@ -36,3 +36,12 @@ def scipy_paired_bootstrap(
         rng=np.random.default_rng(seed),
     )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def paired_items(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two models' 0/1 correctness on ``n`` items: 40 % flipped, the first sixth right by a."""
+    rng = np.random.default_rng([n, seed])
+    b = rng.integers(0, 2, n)
+    a = np.where(rng.random(n) < 0.4, 1 - b, b)
+    a[: n // 6] = 1
+    return a, b

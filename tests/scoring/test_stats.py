@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from independent_stats import scipy_paired_bootstrap
+from independent_stats import paired_items, scipy_paired_bootstrap
 from scipy.stats import binomtest, norm
 
 from vlrl.scoring.stats import (
@@ -222,15 +222,6 @@ def test_summaries_give_every_interval_at_the_level_asked(level):
         assert (default["ci_low"], default["ci_high"]) == pytest.approx(
             wilson(k, n, 0.95), abs=TIGHT
         )
-
-
-def paired_items(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two models' 0/1 correctness on ``n`` items: 40 % flipped, the first sixth right by a."""
-    rng = np.random.default_rng([n, seed])
-    b = rng.integers(0, 2, n)
-    a = np.where(rng.random(n) < 0.4, 1 - b, b)
-    a[: n // 6] = 1
-    return a, b
 
 
 # n = 1500 resamples in chunks (paired_difference bounds its memory): the draws stay the same.

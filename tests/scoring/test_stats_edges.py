@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 import pytest
-from independent_stats import scipy_paired_bootstrap
+from independent_stats import paired_items, scipy_paired_bootstrap
 
 from vlrl.scoring.stats import accuracy_summary, paired_difference, proportion_ci
 
@@ -26,15 +26,6 @@ TIGHT = 1e-12
 def exactly(message: str) -> str:
     """A ``pytest.raises`` pattern matching the whole message and nothing else."""
     return f"^{re.escape(message)}$"
-
-
-def paired_items(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Two models' 0/1 correctness on ``n`` items (40 % flipped, a right on the first sixth)."""
-    rng = np.random.default_rng([n, seed])
-    b = rng.integers(0, 2, n)
-    a = np.where(rng.random(n) < 0.4, 1 - b, b)
-    a[: n // 6] = 1
-    return a, b
 
 
 def far_apart(got: tuple[float, float], other: tuple[float, float], gap: float) -> bool:
