@@ -17,10 +17,11 @@ import functools
 import os
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
+
 from vlrl import benchmarks, paths, sharing
-from vlrl.distributed import processes_per_node
-from vlrl.generation import generating_processes
-from vlrl.workflow import resolve
+from vlrl.preemption import signal_option
+from vlrl.workflow import cores, resolve
 from vlrl.workflow.check import load_checked
 from vlrl.workflow.stage_deps import code_files, declared_reads
 
@@ -77,19 +78,20 @@ def stage_params(stage):
     return lambda wildcards: resolve.ensure(stage, wildcards.exp, _resolved_experiment(wildcards.exp))
 
 
-def training_threads(stage):
-    """Cores a training job of ``stage`` holds: the experiment's cpu_threads (else all cores)
-    per process of a node (one per GPU, else ``<stage>.processes``).
+def total_cores():
+    """Snakemake's core count (--cores), None when the run sets none (the Slurm profile)."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return None
 
-    With cpu_threads pinned, `snakemake --cores N` runs jobs side by side up to N cores.
-    """
 
-    def threads(wildcards):
-        cfg = experiment(wildcards.exp)
-        processes = processes_per_node(getattr(cfg.resources, stage), getattr(cfg, stage).processes)
-        return (cfg.cpu_threads or workflow.cores) * processes
-
-    return threads
+def job_threads(stage):
+    """Cores a job of ``stage`` holds (vlrl.workflow.cores): resources.<stage>.cpus, else
+    cpu_threads per process of a node, else the machine's for training and inference (one
+    core for the rest). With cpu_threads pinned, `snakemake --cores N` runs jobs side by side up
+    to N cores."""
+    return lambda wildcards: cores.stage_threads(experiment(wildcards.exp), stage, total_cores())
 
 
 def stage_resources(stage):
@@ -117,14 +119,14 @@ def stage_resources(stage):
         "mpi": multi_node("srun"),
         "tasks": lambda wildcards: need(wildcards).nodes if need(wildcards).nodes > 1 else None,
         "tasks_per_gpu": multi_node(0),  # the plugin would otherwise read tasks per GPU
+        # GRPO checkpoints and requeues on SIGURG, which Slurm sends stop_margin_s before the
+        # time limit (vlrl.preemption.signal_option: why SIGURG and not USR1)
+        "slurm_extra": lambda wildcards: (
+            signal_option(experiment(wildcards.exp).grpo.stop_margin_s)
+            if stage == "grpo"
+            else None
+        ),
     }
-
-
-def infer_threads(wildcards):
-    """Cores an inference job holds: cpu_threads per generating process (infer.workers with the
-    hf backend, vlrl.generation.generating_processes)."""
-    cfg = experiment(wildcards.exp)
-    return (cfg.cpu_threads or workflow.cores) * generating_processes(cfg.infer)
 
 
 # input functions -------------------------------------------------------------------------
@@ -257,6 +259,7 @@ def get_reports(wildcards):
     return [str(paths.report_dir(exp)) for exp in config["experiments"]]
 
 
-# Fail at parse time, with the file and key named, when an experiment of params.yaml is invalid.
+# Fail at parse time, with the file and key named, when an experiment of params.yaml is invalid
+# or, on a run without a core count (Slurm), leaves a job's cores unsized.
 for _exp in config["experiments"]:
-    experiment(_exp)
+    cores.require_core_counts(_exp, experiment(_exp), total_cores())

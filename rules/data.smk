@@ -12,6 +12,8 @@ rule data:
         paths.log_file("data", "{exp}"),
     conda:
         "../envs/main.yaml"
+    container:
+        config.get("container")
     threads: 1
     resources:
         **stage_resources("data"),

@@ -14,6 +14,8 @@ rule download:
         paths.log_file("download", "{dataset}"),
     conda:
         "../envs/main.yaml"
+    container:
+        config.get("container")
     threads: 1
     shell:
         vlrl("download", "{wildcards.dataset}")

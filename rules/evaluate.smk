@@ -16,7 +16,9 @@ rule infer:
         "logs/timings/infer/{exp}/{checkpoint}/{bench}.tsv"
     conda:
         "../envs/main.yaml"
-    threads: infer_threads
+    container:
+        config.get("container")
+    threads: job_threads("infer")
     resources:
         **stage_resources("infer"),
     shell:
@@ -35,6 +37,8 @@ rule score:
         paths.log_file("score", "{exp}", "{checkpoint}", "{bench}"),
     conda:
         "../envs/main.yaml"
+    container:
+        config.get("container")
     threads: 1
     resources:
         **stage_resources("score"),

@@ -16,7 +16,9 @@ rule grpo:
         "logs/timings/grpo/{exp}.tsv"
     conda:
         "../envs/main.yaml"
-    threads: training_threads("grpo")
+    container:
+        config.get("container")
+    threads: job_threads("grpo")
     resources:
         **stage_resources("grpo"),
     shell:
@@ -36,6 +38,8 @@ rule merge:
         paths.log_file("merge", "{exp}"),
     conda:
         "../envs/main.yaml"
+    container:
+        config.get("container")
     threads: 1
     resources:
         **stage_resources("merge"),

@@ -12,6 +12,8 @@ rule base_model:
         paths.log_file("base_model", "{model}"),
     conda:
         "../envs/main.yaml"
+    container:
+        config.get("container")
     threads: 1
     shell:
         vlrl("base-model", "{wildcards.model}")

@@ -21,6 +21,8 @@ rule report:
         paths.log_file("report", "{exp}"),
     conda:
         "../envs/main.yaml"
+    container:
+        config.get("container")
     threads: 1
     resources:
         **stage_resources("report"),

@@ -18,7 +18,9 @@ rule sft:
     # whose pins conflict with TRL's. So the rule's own environment is main, not sft.
     conda:
         "../envs/main.yaml"
-    threads: training_threads("sft")
+    container:
+        config.get("container")
+    threads: job_threads("sft")
     resources:
         **stage_resources("sft"),
     shell:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # Every stage the tests run through the `vlrl` command (the pipeline tests) fails if it reads a
 # config key its module's READS does not declare (vlrl.workflow.reads).
 os.environ.setdefault("VLRL_CHECK_READS", "1")
+# The content hashes of served models' weights (vlrl.served_models) are remembered in a folder of
+# this test session's, not in the user's ~/.cache/vlrl.
+os.environ.setdefault("VLRL_HASH_CACHE", tempfile.mkdtemp(prefix="vlrl-hash-cache-"))
 
 from vlrl.config import TinyModelConfig
 from vlrl.models.tiny import build_tiny_model

@@ -75,6 +75,11 @@ BOUNDS: list[tuple[str, str, str, int | float]] = [
     ("ServeConfig", "port", "ge", 1),
     ("ServeConfig", "port", "le", 65535),
     ("ServeConfig", "startup_timeout_s", "gt", 0.0),
+    ("ServeConfig", "gpus", "ge", 0),
+    ("ServeConfig", "gpu_memory_utilization", "gt", 0.0),
+    ("ServeConfig", "gpu_memory_utilization", "le", 1.0),
+    ("ServeConfig", "max_model_len", "gt", 0),
+    ("ServeConfig", "images_per_prompt", "gt", 0),
     ("EndpointConfig", "concurrency", "gt", 0),
     ("EndpointConfig", "timeout_s", "gt", 0.0),
     ("EndpointConfig", "max_retries", "ge", 0),
@@ -183,11 +188,13 @@ BOUNDS: list[tuple[str, str, str, int | float]] = [
     ("GRPOConfig", "save_steps", "ge", 1),
     ("GRPOConfig", "save_total_limit", "ge", 1),
     ("GRPOConfig", "stop_margin_s", "ge", 0),
+    ("GRPOConfig", "max_requeues", "ge", 0),
     ("GRPOConfig", "image_max_pixels", "gt", 0),
     ("GRPOConfig", "image_min_pixels", "gt", 0),
     ("GRPOConfig", "vllm_gpu_memory_utilization", "gt", 0.0),
     ("GRPOConfig", "vllm_gpu_memory_utilization", "le", 1.0),
     ("GRPOConfig", "vllm_tensor_parallel_size", "ge", 1),
+    ("GRPOConfig", "vllm_server_gpus", "ge", 1),
 ]
 
 # ---------------------------------------------------------------------------------------------

@@ -6,24 +6,20 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from vlrl import distributed
 from vlrl.config import StageResources, load_experiment
 from vlrl.distributed import (
     NODE_RANK_FROM_SLURM,
-    STOP_AT_ENV,
+    RENDEZVOUS_PORTS,
     Rendezvous,
     Topology,
     llamafactory_command,
-    parse_time_left,
     rendezvous_port,
     slurm_hosts,
-    stop_time,
     topology,
     torchrun_command,
 )
@@ -38,11 +34,16 @@ RDZV = Rendezvous("gpu-node-07", 31234, "401234")
 
 # (name, resources, CPU processes) → topology
 TOPOLOGIES = [
-    ("cpu, one process", StageResources(), 1, Topology(1, 1, 0)),
-    ("cpu, two processes", StageResources(), 2, Topology(1, 2, 0)),
-    ("1 GPU", StageResources(gpus=1), 1, Topology(1, 1, 1)),
-    ("8 GPUs", StageResources(gpus=8), 1, Topology(1, 8, 8)),
-    ("2 nodes x 8 GPUs", StageResources(gpus=8, nodes=2), 1, Topology(2, 8, 8)),
+    ("cpu, one process", StageResources(), 1, Topology(1, 1, 0, None, 4000)),
+    ("cpu, two processes", StageResources(cpus=2), 2, Topology(1, 2, 0, 2, 4000)),
+    ("1 GPU", StageResources(gpus=1, cpus=8), 1, Topology(1, 1, 1, 8, 4000)),
+    ("8 GPUs", StageResources(gpus=8, mem_mb=480000), 1, Topology(1, 8, 8, None, 480000)),
+    (
+        "2 nodes x 8 GPUs",
+        StageResources(gpus=8, nodes=2, cpus=64, mem_mb=480000),
+        1,
+        Topology(2, 8, 8, 64, 480000),
+    ),
 ]
 
 
@@ -73,7 +74,10 @@ def test_grpo_on_8_gpus_is_one_standalone_torchrun() -> None:
 
 
 def test_grpo_on_2_nodes_is_one_torchrun_per_node_meeting_on_the_first() -> None:
-    cmd = torchrun_command(Topology(2, 8, 8), TARGET, RDZV, python="/env/bin/python")
+    """Each node's task states the CPUs, GPUs and memory the job asked for per node: the job
+    step that runs the stage has no SLURM_CPUS_PER_TASK for srun to inherit."""
+    topo = Topology(2, 8, 8, cpus_per_node=64, mem_mb_per_node=480000)
+    cmd = torchrun_command(topo, TARGET, RDZV, python="/env/bin/python")
     launcher = cmd.index("/env/bin/python")
     assert cmd[:launcher] == [
         "srun",
@@ -81,6 +85,9 @@ def test_grpo_on_2_nodes_is_one_torchrun_per_node_meeting_on_the_first() -> None
         "--nodes=2",
         "--ntasks=2",
         "--ntasks-per-node=1",
+        "--cpus-per-task=64",
+        "--gres=gpu:8",
+        "--mem=480000",
         "--overlap",
         "--kill-on-bad-exit=1",
         "--export=ALL",
@@ -151,36 +158,22 @@ def test_rendezvous_port_depends_on_the_job_only() -> None:
     assert rendezvous_port("401234") == rendezvous_port("401234") != rendezvous_port("401235")
 
 
+def test_rendezvous_ports_are_not_ephemeral_ports() -> None:
+    """A port the kernel may hand to any outgoing connection (of another job, of this one's
+    NCCL or hub traffic) can be taken when the rendezvous binds: the job's ports lie below the
+    ephemeral range, on Linux's default range and on this machine's."""
+    low, high = RENDEZVOUS_PORTS
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    first_ephemeral = int(ephemeral.read_text().split()[0]) if ephemeral.is_file() else 32768
+    assert 1024 < low < high <= min(32768, first_ephemeral)
+    ports = {rendezvous_port(str(job)) for job in range(401000, 401000 + 5000)}
+    assert len(ports) == 5000  # consecutive jobs never share a port
+    assert all(low <= port < high for port in ports)
+
+
 def test_outside_slurm_several_nodes_are_refused_with_what_to_do() -> None:
     with pytest.raises(StageError, match=r"SLURM_JOB_ID is not set.*profiles/slurm.*nodes: 1"):
         slurm_hosts({})
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [("0:30", 30.0), ("59:59", 3599.0), ("1:00:00", 3600.0), ("2-00:00:01", 172801.0)],
-)
-def test_time_left_as_squeue_prints_it(text: str, seconds: float) -> None:
-    assert parse_time_left(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["UNLIMITED", "NOT_SET", "INVALID", ""])
-def test_no_time_limit(text: str) -> None:
-    assert parse_time_left(text) is None
-
-
-def test_a_limit_within_the_stop_margin_is_warned(monkeypatch, caplog) -> None:
-    """A job shorter than the margin still progresses (one step a run), but says why."""
-    monkeypatch.delenv(STOP_AT_ENV, raising=False)
-    monkeypatch.setattr(distributed, "job_seconds_left", lambda: 120.0)
-    with caplog.at_level("WARNING", logger="vlrl.distributed"):
-        assert stop_time(300) < time.time()
-    assert "120 s left, within the stop margin of 300 s" in caplog.text
-    assert "resources.<stage>.runtime" in caplog.text
-    caplog.clear()
-    monkeypatch.setattr(distributed, "job_seconds_left", lambda: 3600.0)
-    assert 3200 < stop_time(300) - time.time() <= 3300
-    assert not caplog.text
 
 
 # ---------------------------------------------------------------- what the rules ask Slurm for
@@ -226,9 +219,12 @@ def test_the_3b_recipe_asks_for_8_gpus_on_one_node() -> None:
     grpo = _sbatch(jobs["grpo"])
     for flag in ("--gres=gpu:8", "--nodes=1", "--mem 480000", "-t 1440", "--cpus-per-task=64"):
         assert flag in grpo, grpo
+    # SIGURG stop_margin_s before the limit: GRPO checkpoints and requeues (vlrl.preemption)
+    assert " --signal=URG@300" in grpo, grpo
     assert "--ntasks-per-gpu" not in grpo and "--gpus" not in grpo
     infer = _sbatch(jobs["infer"])
     assert "--gres=gpu:1" in infer and "--cpus-per-task=8" in infer, infer
+    assert "--signal" not in infer
     assert "gpu" not in _sbatch(jobs["data"])
 
 

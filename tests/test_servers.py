@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from text_models import build_text_models
 
+from vlrl.algorithms import grpo_servers
 from vlrl.config import (
     EndpointConfig,
     ExperimentConfig,
@@ -54,6 +55,12 @@ def served_root(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(root)
     monkeypatch.setenv("VLRL_ROOT", str(root))
     return root
+
+
+@pytest.fixture(autouse=True)
+def _hash_memo(tmp_path, monkeypatch) -> None:
+    """The weights' hash memo (vlrl.served_models) in the test's directory, not ~/.cache."""
+    monkeypatch.setenv("VLRL_HASH_CACHE", str(tmp_path / "hash-cache"))
 
 
 def _cfg(**serve) -> JudgeConfig:
@@ -114,6 +121,8 @@ def test_serve_command_for_both_backends():
         "8000",
         "--served-model-name",
         "judge",
+        "--gpu-memory-utilization",  # vLLM's default, said (tests/test_server_defaults.py)
+        "0.9",
     ]
     # The backend, when named, wins over the device; transformers serve then uses the GPU.
     on_gpu = serve_command(ServeConfig(model="m", backend="transformers"), 1, gpu=True)
@@ -125,10 +134,11 @@ def test_serve_command_for_both_backends():
 
 def test_plan_names_the_served_model():
     assert plan(_cfg(), gpu=False).model == MODEL
-    assert plan(_cfg(), gpu=False).endpoint_id == f"serve:transformers:{MODEL}"
-    # vllm serves under the endpoint's model name, or the model itself.
+    assert plan(_cfg(), gpu=False).endpoint_id.startswith(f"serve:transformers:{MODEL}@")
+    # vllm serves under the endpoint's model name, or the model itself; the fingerprint after
+    # the name: tests/test_server_identity.py.
     named = JudgeConfig(serve={"model": "org/big"}, model="judge")
-    assert plan(named, gpu=True).endpoint_id == "serve:vllm:judge"
+    assert plan(named, gpu=True).endpoint_id.startswith("serve:vllm:judge@")
     assert plan(JudgeConfig(serve={"model": "org/big"}), gpu=True).model == "org/big"
     # transformers serve answers only requests naming its model: another name is an error.
     with pytest.raises(ConfigError, match=r"transformers serve names its model by serve\.model"):
@@ -170,7 +180,8 @@ def test_the_cache_identity_does_not_depend_on_the_port():
     body = {"model": named.model, **ASK}
     keys = [EndpointClient(cfg, "v1")._key(body) for cfg in (first, second)]
     assert keys[0] == keys[1]
-    assert endpoint_name(first) == endpoint_name(second) == f"serve:transformers:{MODEL}"
+    assert endpoint_name(first) == endpoint_name(second) == named.endpoint_id
+    assert named.endpoint_id.startswith(f"serve:transformers:{MODEL}@")
     plain = JudgeConfig(base_url=first.base_url, model=named.model)
     assert EndpointClient(plain, "v1")._key(body) != keys[0]
     assert EndpointClient(plain, "v1")._key(body) == EndpointCache.key(
@@ -195,7 +206,9 @@ def test_a_served_model_answers_and_is_stopped_after_the_block(served_root, tmp_
     with logs, serving(_cfg(), tmp_path / "logs", name="judge") as served:
         port = _port(served)
         assert served.base_url == f"http://127.0.0.1:{port}/v1" and served.serve is None
-        assert (served.model, served.endpoint_id) == (MODEL, f"serve:transformers:{MODEL}")
+        # The name a consumer with nothing to ask gives it is the same (the cache finds it).
+        assert (served.model, served.endpoint_id) == (MODEL, unstarted(_cfg()).endpoint_id)
+        assert served.endpoint_id.startswith(f"serve:transformers:{MODEL}@")
         groups = _groups(port)
         assert len(groups) == 1 and os.getpgrp() not in groups  # its own process group
         client = EndpointClient(served, "v1", cache, label="judge")
@@ -206,15 +219,30 @@ def test_a_served_model_answers_and_is_stopped_after_the_block(served_root, tmp_
     assert f"serve {MODEL} --device cpu --host 127.0.0.1 --port {port}" in caplog.text
     assert (tmp_path / "logs" / "judge.log").is_file()
     [entry] = list((tmp_path / "cache").rglob("*.json"))
-    assert f'"endpoint": "serve:transformers:{MODEL}"' in entry.read_text()  # not the port
+    assert f'"endpoint": "{served.endpoint_id}"' in entry.read_text()  # not the port
+
+
+def _environ(group: int) -> dict[str, str]:
+    """The environment of the first process of process group ``group``."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getpgid(int(entry.name)) == group:
+                pairs = (entry / "environ").read_bytes().split(b"\0")
+                return dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
+        except (OSError, ProcessLookupError):
+            continue
+    return {}
 
 
 def test_the_server_is_stopped_when_the_block_raises(served_root, tmp_path):
+    """Also: a server with GPUs of its own (``serve.gpus``) sees only those."""
     port = free_port()  # a configured port, this time
-    with pytest.raises(KeyboardInterrupt), serving(_cfg(port=port), tmp_path) as served:
+    cfg = _cfg(port=port, gpus=2)
+    with pytest.raises(KeyboardInterrupt), serving(cfg, tmp_path, devices=["2", "3"]) as served:
         assert served.base_url == f"http://127.0.0.1:{port}/v1"
         groups = _groups(port)
         assert groups
+        assert {_environ(g).get("CUDA_VISIBLE_DEVICES") for g in groups} == {"2,3"}
         raise KeyboardInterrupt
     assert all(_gone(group) for group in groups)
 
@@ -249,10 +277,12 @@ def test_grpo_hands_the_started_reward_model_to_its_ranks(project, root, tmp_pat
     served = f"grpo.trust.reward_model={{serve: {{model: {says1}, backend: transformers}}}}"
     cfg = load_experiment("tiny_shapes_sophiavl", [served])
     seen: set[str] = set()
-    with grpo.served_reward_models("tiny_shapes_sophiavl", RecordingConfig(cfg, seen)) as run_cfg:
+    start = root / "models" / "says1"  # the policy's start model (no TRL server here)
+    recording = RecordingConfig(cfg, seen)
+    with grpo_servers.served("tiny_shapes_sophiavl", recording, start) as run_cfg:
         started = run_cfg.grpo.trust.reward_model
         assert started.base_url.startswith("http://127.0.0.1:") and started.serve is None
-        assert started.endpoint_id == f"serve:transformers:{says1}"
+        assert started.endpoint_id.startswith(f"serve:transformers:{says1}@")
         groups = _groups(_port(started))
         # A rank's config: the experiment file, then the file train_in_ranks writes.
         tree = load_experiment("tiny_shapes_sophiavl").model_dump(mode="json")

@@ -98,3 +98,35 @@ def test_trl_config_passes_vllm_and_deepspeed(project: Path, tmp_path: Path) -> 
     for name in ("zero2", "zero3"):
         stage = json.loads(paths.deepspeed_file(name).read_text())["zero_optimization"]["stage"]
         assert stage == int(name[-1])
+
+
+def test_server_mode_passes_the_started_servers_address(
+    project: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """``vllm_mode: server``: TRL gets the address and weight-update port of the server the
+    stage started (``$VLRL_TRL_VLLM_SERVER``, :mod:`vlrl.trl_server`); without one, no TRL
+    config is built (TRL would wait for a server on 0.0.0.0:8000 that nobody starts)."""
+    from vlrl.trl_server import SERVER_ENV, TRLServer
+
+    cfg = load_experiment("tiny_shapes", ["grpo.use_vllm=true", "grpo.vllm_mode=server"])
+    monkeypatch.delenv(SERVER_ENV, raising=False)
+    with pytest.raises(StageError, match=r"grpo.vllm_mode is server, but no vLLM server"):
+        trl_setup.trl_config(cfg.grpo, tmp_path, seed=0)
+    monkeypatch.setenv(SERVER_ENV, TRLServer("127.0.0.1", 41234, 51999).to_env())
+    args = trl_setup.trl_config(cfg.grpo, tmp_path, seed=0)  # TRL's own GRPOConfig
+    assert (args.vllm_mode, args.vllm_server_base_url) == ("server", "http://127.0.0.1:41234")
+    assert args.vllm_group_port == 51999
+    explicit = TRLServer("127.0.0.1", 5, 6)
+    kwargs = trl_setup.trl_kwargs(cfg.grpo, tmp_path, 0, server=explicit)
+    assert kwargs["vllm_server_base_url"] == "http://127.0.0.1:5"
+    # Colocated vLLM never names a server, whatever the environment says.
+    colocate = load_experiment("tiny_shapes", ["grpo.use_vllm=true"]).grpo
+    assert "vllm_server_base_url" not in trl_setup.trl_kwargs(colocate, tmp_path, 0)
+    # The server's address is vlrl's to set: grpo.extra may not.
+    extra = cfg.grpo.model_copy(update={"extra": {"vllm_server_base_url": "http://h:1"}})
+    assert trl_setup.extra_problems(extra) == [
+        (
+            "extra.vllm_server_base_url",
+            "vlrl sets it from the grpo section; set the grpo key instead",
+        )
+    ]

@@ -4,106 +4,51 @@ sbatch, Slurm runs them, and the artifacts are those of a local run, bit for bit
 The cluster is the one-node Slurm that `.ci/slurm-up` starts on this machine (Debian's slurm-wlm,
 munge, slurmdbd on MariaDB for sacct); CI runs it before `make test`. Where no cluster answers,
 the tests skip and say why (pytest prints the reason: -ra); under ``CI=true`` they fail.
+
+One Snakemake run submits two experiments: the shrunk default, and ``vlm_r1_rec_slurm``, the
+3B REC recipe's way of asking for a cluster (no cpu_threads, ``resources`` for every stage, two
+training processes) with the smoke variant's tiny model and data: a recipe that leaves a job's
+cores to a ``--cores`` the Slurm profile does not set, or ranks that cannot meet inside a job,
+fail here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
+import yaml
+from recipe_fixtures import write_smoke_datasets
 from scratch_project import SHRUNK_DEFAULT, Project
+from slurm_cluster import (
+    ON_SLURM,
+    artifact_hashes,
+    release_requeued,
+    require_cluster,
+    wait_for_accounting,
+)
 
 pytestmark = pytest.mark.slow
 
 EXP = "tiny_shapes"
 EXP_FILE = f"config/experiments/{EXP}.yaml"
-ARTIFACTS = ("results", "resources", "reports")
-ON_SLURM = [
-    *("snakemake", "--profile", "profiles/slurm"),
-    # a one-node test cluster answers at once: look at the jobs every few seconds
-    *("--slurm-init-seconds-before-status-checks", "2", "--latency-wait", "5"),
-]
-
-
-def _no_cluster() -> str | None:
-    """Why no Slurm cluster can run the test here, or None when one answers."""
-    if not shutil.which("sbatch"):
-        return "no Slurm here (sbatch not found): `.ci/slurm-up` (root, Debian) starts one"
-    try:
-        state = subprocess.run(
-            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30
-        )
-        accounting = subprocess.run(
-            ["sacct", "-n", "-X", "-S", "now-1hour"], capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.SubprocessError) as err:
-        return f"Slurm does not answer ({err}): `.ci/slurm-up` starts a cluster"
-    if state.returncode or "idle" not in state.stdout.split():
-        return f"no idle Slurm node (sinfo: {(state.stdout + state.stderr).strip()!r})"
-    if accounting.returncode:
-        return f"sacct does not answer ({accounting.stderr.strip()!r}): slurmdbd is not up"
-    return None
-
-
-NO_CLUSTER = _no_cluster()
-
-
-def _hashes(root: Path) -> dict[str, str]:
-    """SHA-256 of every artifact file (results, resources, reports), by relative path."""
-    return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for top in ARTIFACTS
-        for path in sorted((root / top).rglob("*"))
-        if path.is_file()
-    }
-
-
-def _sacct(job_ids: list[str]) -> dict[str, tuple[str, str]]:
-    """job id → (state, comment) as Slurm's accounting records them."""
-    out = subprocess.run(
-        [
-            "sacct",
-            "-X",
-            "-n",
-            "--parsable2",
-            "--format=JobIDRaw,State,Comment",
-            "-j",
-            ",".join(job_ids),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    rows = [line.split("|") for line in out.splitlines() if line.strip()]
-    return {job: (state, comment) for job, state, comment in rows}
-
-
-def _wait_for_accounting(job_ids: list[str], timeout_s: float = 60) -> dict[str, tuple[str, str]]:
-    """sacct's records of ``job_ids`` once every one is there (slurmdbd lags a little)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = _sacct(job_ids)
-        if set(found) >= set(job_ids) or time.monotonic() > deadline:
-            return found
-        time.sleep(1)
+CLUSTER_EXP = "vlm_r1_rec_slurm"
 
 
 @pytest.fixture(scope="module")
 def slurm_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str]:
-    if NO_CLUSTER:
-        # CI starts a cluster (.ci/run); there, no cluster is a failure, never a silent skip
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true but {NO_CLUSTER}")
-        pytest.skip(NO_CLUSTER)
+    require_cluster()
     project = Project(tmp_path_factory.mktemp("slurm"))
-    project.set_values(EXP_FILE, SHRUNK_DEFAULT)
+    project.set_values(EXP_FILE, SHRUNK_DEFAULT, commit=False)
+    write_smoke_datasets(project.root)
+    (project.root / "params.yaml").write_text(yaml.safe_dump({"experiments": [EXP, CLUSTER_EXP]}))
+    project("vlrl", "dvc-yaml")
+    project("git", "add", "-A")
+    project("git", "commit", "-qm", "the default and the cluster recipe")
     log = project(*ON_SLURM)
     return project, log
 
@@ -116,7 +61,7 @@ def test_every_job_went_through_sbatch_and_completed(slurm_run: tuple[Project, s
     rules.pop("total")
     rules.pop("all")  # the target rule runs no command: nothing to submit
     assert len(submitted) == sum(map(int, rules.values())), log[-3000:]
-    records = _wait_for_accounting(submitted)
+    records = wait_for_accounting(submitted)
     assert {job: state for job, (state, _) in records.items()} == dict.fromkeys(
         submitted, "COMPLETED"
     )
@@ -131,9 +76,9 @@ def test_the_artifacts_equal_a_local_runs(
     local = Project(tmp_path_factory.mktemp("local"))
     local.set_values(EXP_FILE, SHRUNK_DEFAULT)
     local.snakemake()
-    on_slurm, here = _hashes(project.root), _hashes(local.root)
+    on_slurm, here = artifact_hashes(project.root), artifact_hashes(local.root)
     assert any(name.startswith(f"results/{EXP}/grpo/") for name in here)
-    assert on_slurm == here
+    assert {name: on_slurm.get(name) for name in here} == here  # (the Slurm run made more)
 
 
 def test_after_the_slurm_run_dvc_and_snakemake_have_nothing_to_do(
@@ -142,22 +87,6 @@ def test_after_the_slurm_run_dvc_and_snakemake_have_nothing_to_do(
     project, _ = slurm_run
     assert "Nothing to be done" in project.snakemake("-n")
     assert "Data and pipelines are up to date" in project("dvc", "status")
-
-
-def _release_requeued(proc: subprocess.Popen) -> list[str]:
-    """While ``proc`` runs: start at once every job Slurm holds back after a requeue (Slurm
-    delays a requeued job about two minutes, reason BeginTime); returns their ids."""
-    released: list[str] = []
-    while proc.poll() is None:
-        queue = subprocess.run(
-            ["squeue", "-h", "-o", "%i %r"], capture_output=True, text=True
-        ).stdout.split("\n")
-        for job, _, reason in (line.partition(" ") for line in queue if line.strip()):
-            if reason == "BeginTime":
-                subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
-                released.append(job)
-        time.sleep(2)
-    return released
 
 
 def test_a_grpo_job_at_its_time_limit_is_requeued_and_resumes(
@@ -181,7 +110,7 @@ def test_a_grpo_job_at_its_time_limit_is_requeued_and_resumes(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    released = _release_requeued(proc)
+    released = release_requeued(proc)
     log = proc.stdout.read()
     assert proc.wait() == 0, log[-3000:]
     rows = subprocess.run(
@@ -201,3 +130,33 @@ def test_a_grpo_job_at_its_time_limit_is_requeued_and_resumes(
     summary = json.loads((project.root / f"results/{EXP}/grpo/train_summary.json").read_text())
     assert summary["resumed_from"].endswith("checkpoint-1") and summary["steps"] == 2
     assert hashlib.sha256(policy.read_bytes()).hexdigest() == uninterrupted
+
+
+def test_the_cluster_recipe_ran_its_jobs_with_their_own_cpus_and_two_ranks(
+    slurm_run: tuple[Project, str],
+) -> None:
+    """vlm_r1_rec_slurm sets no cpu_threads and the Slurm profile no --cores: each job holds the
+    CPUs its resources name (sacct's AllocCPUS), and GRPO trained in two ranks that met."""
+    project, _ = slurm_run
+    rows = subprocess.run(
+        [
+            *("sacct", "-X", "-n", "--parsable2", "-S", "now-3hours"),
+            "--format=JobIDRaw,Comment,AllocCPUS,State,WorkDir",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    cpus = {}
+    for row in rows:
+        _, comment, alloc, state, workdir = row.split("|")
+        rule, _, wildcards = comment.removeprefix("rule_").partition("_wildcards_")
+        if workdir == str(project.root) and wildcards.startswith(CLUSTER_EXP):
+            cpus.setdefault(rule, set()).add((int(alloc), state))
+    # (its data is the smoke variant's, the same records: vlrl.sharing runs it once)
+    assert cpus["grpo"] == {(2, "COMPLETED")}, cpus  # resources.grpo.cpus
+    assert cpus["infer"] == {(1, "COMPLETED")}, cpus  # resources.infer.cpus
+    metrics = json.loads((project.root / f"results/{CLUSTER_EXP}/metrics.json").read_text())
+    assert "grpo" in metrics["smoke_test"]
+    grpo_log = (project.root / f"logs/grpo/{CLUSTER_EXP}.log").read_text()
+    assert "grpo: 2 processes" in grpo_log and "[rank 1] " in grpo_log, grpo_log[-2000:]

@@ -46,6 +46,7 @@ from vlrl.scoring.judge import (
     render_reference,
 )
 from vlrl.scoring.judge_prompts import PROMPTS, JudgePrompt
+from vlrl.servers import unstarted
 from vlrl.stages import score
 from vlrl.workflow.reads import RecordingConfig, undeclared
 
@@ -425,13 +426,15 @@ def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project,
     serve = [f"score.judge.serve.model={says1}", "score.judge.serve.backend=transformers"]
     cfg = load_experiment("tiny_shapes", [*serve, "score.judge.max_retries=1"])
     assert cfg.score.judge.base_url is None and cfg.score.judge.model is None
+    served_id = unstarted(cfg.score.judge).endpoint_id  # serve:transformers:<model>@<weights>
+    assert served_id.startswith(f"serve:transformers:{says1}@")
     seen: set[str] = set()
     score.run("tiny_shapes", RecordingConfig(cfg, seen), "grpo", "shapes_test")
     assert not undeclared(seen, score.READS)  # as the CLI checks it
     assert not _serving_processes(says1)
     data = _scores()
     meta = data["judge"]
-    assert (meta["base_url"], meta["model"]) == (f"serve:transformers:{says1}", says1)
+    assert (meta["base_url"], meta["model"]) == (served_id, says1)
     assert (meta["calls"], meta["failures"], meta["cache_hits"]) == (3, 0, 0)
     judged = {item["id"]: item for item in data["items"] if item["method"] == "judge"}
     assert set(judged) == RULE_WRONG_JUDGEABLE
@@ -445,7 +448,7 @@ def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project,
         [
             f"score.judge.base_url={closed_port_url()}",
             f"score.judge.model={says1}",
-            f"score.judge.endpoint_id=serve:transformers:{says1}",
+            f"score.judge.endpoint_id={served_id}",
             "score.judge.max_retries=0",
         ],
     )
@@ -460,7 +463,7 @@ def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project,
     monkeypatch.setattr("vlrl.scoring.judging.serving", started)  # where the stage starts it
     score.run("tiny_shapes", cfg, "grpo", "shapes_test")
     third = _scores()["judge"]
-    assert (third["base_url"], third["model"]) == (f"serve:transformers:{says1}", says1)
+    assert (third["base_url"], third["model"]) == (served_id, says1)
     assert (third["calls"], third["cache_hits"], third["failures"]) == (0, 3, 0)
 
 

@@ -33,6 +33,7 @@ from vlrl.errors import StageError
 from vlrl.predictions import Prediction, ScoredItem
 from vlrl.scoring import judging
 from vlrl.scoring.judging import apply_judge, candidate
+from vlrl.servers import unstarted
 
 EXP = "judging_exp"
 JUDGE_MODEL = "judge-m"
@@ -294,7 +295,7 @@ def test_a_judge_to_serve_is_started_only_when_a_verdict_is_not_cached(
                 "base_url": endpoint.base_url,
                 "serve": None,
                 "model": "org/judge",
-                "endpoint_id": "serve:transformers:org/judge",
+                "endpoint_id": unstarted(cfg).endpoint_id,
             }
         )
 
@@ -306,7 +307,7 @@ def test_a_judge_to_serve_is_started_only_when_a_verdict_is_not_cached(
     first = rule_items()
     meta = apply_judge(EXP, cfg, None, predictions(), first, "always")
     assert started == [(cfg, Path("logs", "score", EXP), "judge")]  # the default log directory
-    assert (meta.model, meta.base_url) == ("org/judge", "serve:transformers:org/judge")
+    assert (meta.model, meta.base_url) == ("org/judge", unstarted(cfg).endpoint_id)
     assert (meta.calls, meta.cache_hits, meta.failures) == (4, 0, 1)
 
     # Only the failure is not cached: the server is started again, to ask about it alone.
@@ -322,7 +323,7 @@ def test_a_judge_to_serve_is_started_only_when_a_verdict_is_not_cached(
     again = rule_items()
     meta = apply_judge(EXP, cfg, None, predictions(), again, "always")
     assert len(started) == 3 and endpoint.state.requests == 6
-    assert (meta.model, meta.base_url) == ("org/judge", "serve:transformers:org/judge")
+    assert (meta.model, meta.base_url) == ("org/judge", unstarted(cfg).endpoint_id)
     assert (meta.calls, meta.cache_hits, meta.failures) == (0, 4, 0)
     assert [state(i) for i in again if i.id != "c"] == [state(i) for i in first if i.id != "c"]
     assert state(again[-1]) == ("judge", 0, 0.0, "0", None)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -13,8 +15,8 @@ import pytest
 from vlrl import paths
 from vlrl.algorithms import trl_setup
 from vlrl.config import load_experiment
-from vlrl.distributed import STOP_AT_ENV
 from vlrl.errors import StageError
+from vlrl.preemption import STOP_AT_ENV
 from vlrl.records import read_records
 from vlrl.stages import grpo
 from vlrl.volatile import is_run_time
@@ -236,7 +238,7 @@ def test_checkpoints_of_another_config_are_cleared(tmp_path: Path) -> None:
     assert not (checkpoints / "checkpoint-3").exists()
     assert (checkpoints / grpo.FINGERPRINT).read_text() == "new"
     (checkpoints / "checkpoint-3").mkdir()
-    (checkpoints / "checkpoint-3" / "trainer_state.json").write_text("{}")
+    (checkpoints / "checkpoint-3" / "trainer_state.json").write_text('{"global_step": 3}')
     assert grpo.resume_point(checkpoints, "new", enabled=True).endswith("checkpoint-3")
     assert grpo.resume_point(checkpoints, "new", enabled=False) is None  # resume off: cleared
 
@@ -276,3 +278,204 @@ def test_multi_image_rows_train(
     grpo.run("tiny_shapes", cfg)
     summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
     assert summary["steps"] == 1
+
+
+# ------------------------------------------------------------------ stop signals and requeue
+def _uninterrupted(cfg) -> bytes:
+    """The policy of an uninterrupted run of ``cfg`` (its output is removed again)."""
+    grpo.run("tiny_shapes", cfg)
+    policy = _policy_bytes()
+    shutil.rmtree(paths.grpo_dir("tiny_shapes"))
+    return policy
+
+
+@pytest.mark.slow
+def test_a_stop_signal_checkpoints_after_its_step_and_the_rerun_resumes(
+    length_reward: str,
+    grpo_inputs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SIGUSR1 (Slurm's signal before the limit, ``scancel --signal``) in the middle of step 2:
+    the step ends, a checkpoint is saved, the stage stops for a rerun instead of dying; the
+    rerun ends with the uninterrupted run's policy, bit for bit."""
+    import signal
+
+    from trl import GRPOTrainer
+
+    cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=3"]))
+    uninterrupted = _uninterrupted(cfg)
+    original = GRPOTrainer.training_step
+    calls = []
+
+    def signalled_in_step_two(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGUSR1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(GRPOTrainer, "training_step", signalled_in_step_two)
+    with pytest.raises(StageError, match=r"stopped after step 2 of 3 on SIGUSR1, .* rerun the"):
+        grpo.run("tiny_shapes", cfg)
+    checkpoints = paths.grpo_checkpoints_dir("tiny_shapes")
+    assert sorted(p.name for p in checkpoints.glob("checkpoint-*")) == ["checkpoint-2"]
+    assert len(calls) == 2  # no step after the signalled one
+    monkeypatch.setattr(GRPOTrainer, "training_step", original)
+    grpo.run("tiny_shapes", cfg)
+    summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
+    assert summary["resumed_from"].endswith("checkpoint-2") and summary["steps"] == 3
+    assert _policy_bytes() == uninterrupted
+
+
+_KILLED_IN_SAVE = """
+import json, os, signal, sys
+from transformers.trainer_callback import TrainerState
+from vlrl import rewards
+from vlrl.config import load_experiment
+from vlrl.stages import grpo
+
+save_to_json = TrainerState.save_to_json
+
+
+def killed_at_step_two(self, path):
+    # Trainer._save_checkpoint writes trainer_state.json last: die just before it
+    if self.global_step == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return save_to_json(self, path)
+
+
+def length(completions, **kwargs):  # tests/conftest.py's test.length
+    from vlrl.rewards.common import completion_text
+
+    return [min(len(completion_text(c)), 100) / 100 for c in completions]
+
+
+TrainerState.save_to_json = killed_at_step_two
+rewards.REGISTRY["test.length"] = length
+grpo.run("tiny_shapes", load_experiment("tiny_shapes", json.loads(sys.argv[1])))
+"""
+
+
+@pytest.mark.slow
+def test_a_save_killed_half_way_resumes_from_the_previous_complete_checkpoint(
+    length_reward: str, grpo_inputs: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A process SIGKILLed inside its checkpoint save (a node lost, a time limit's SIGKILL)
+    leaves ``checkpoint-2`` without ``trainer_state.json``; the rerun resumes from the complete
+    ``checkpoint-1``, removes the broken one, and ends with the uninterrupted policy."""
+    import subprocess
+    import sys
+
+    overrides = _small(["grpo.max_steps=3", "grpo.save_steps=1", "grpo.save_total_limit=5"])
+    cfg = load_experiment("tiny_shapes", overrides)
+    uninterrupted = _uninterrupted(cfg)
+    child = subprocess.run(
+        [sys.executable, "-c", _KILLED_IN_SAVE, json.dumps(overrides)], capture_output=True
+    )
+    assert child.returncode == -9, child.stderr.decode()[-3000:]
+    checkpoints = paths.grpo_checkpoints_dir("tiny_shapes")
+    broken = checkpoints / "checkpoint-2"
+    assert (broken / "model.safetensors").is_file() and (broken / "optimizer.pt").is_file()
+    assert not (broken / "trainer_state.json").exists()
+    with caplog.at_level("WARNING", logger="vlrl.checkpoints"):
+        grpo.run("tiny_shapes", cfg)
+    assert f"{broken} is incomplete (it has no trainer_state.json" in caplog.text
+    summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
+    assert summary["resumed_from"].endswith("checkpoint-1") and summary["steps"] == 3
+    assert _policy_bytes() == uninterrupted
+
+
+@pytest.fixture()
+def fake_slurm_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This process as Slurm job 4242 whose ``scontrol`` accepts every command; returns the
+    file that lists the commands it got."""
+    calls = tmp_path / "scontrol_calls"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    (bin_dir / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv(STOP_AT_ENV, repr(time.time()))  # every run stops after its first step
+    calls.touch()
+    return calls
+
+
+@pytest.mark.slow
+def test_requeued_only_with_progress_and_at_most_max_requeues(
+    length_reward: str, grpo_inputs: Path, fake_slurm_job: Path
+) -> None:
+    cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=4", "grpo.max_requeues=1"]))
+    with pytest.raises(StageError, match=r"after step 1 of 4 .* requeued \(time 1 of at most 1"):
+        grpo.run("tiny_shapes", cfg)
+    assert fake_slurm_job.read_text() == "requeue 4242\n"
+    with pytest.raises(StageError) as refused:
+        grpo.run("tiny_shapes", cfg)  # the requeued job: resumes at 1, stops after 2
+    message = str(refused.value)
+    assert "stopped after step 2 of 4 before the job's time limit; not requeued" in message
+    assert (
+        "max_requeues = 1 times already (1 requeues so far, the runs started at steps [0, 1])"
+        in (message)
+    )
+    assert "resources.grpo.runtime" in message
+    assert fake_slurm_job.read_text() == "requeue 4242\n"  # not again
+    # raising the limit keeps the checkpoints (an operational key): the next run resumes
+    more = load_experiment("tiny_shapes", _small(["grpo.max_steps=4", "grpo.max_requeues=5"]))
+    with pytest.raises(StageError, match=r"after step 3 of 4 .* requeued \(time 2 of at most 5"):
+        grpo.run("tiny_shapes", more)
+
+
+@pytest.mark.slow
+def test_with_resume_off_a_stopped_run_is_never_requeued(
+    length_reward: str, grpo_inputs: Path, fake_slurm_job: Path
+) -> None:
+    """It would start at step 0 again and stop at the same point, for ever."""
+    cfg = load_experiment("tiny_shapes", _small(["grpo.max_steps=3", "grpo.resume=false"]))
+    with pytest.raises(StageError, match=r"not requeued: grpo.resume is false.* grpo.resume: true"):
+        grpo.run("tiny_shapes", cfg)
+    assert fake_slurm_job.read_text() == ""
+
+
+@pytest.mark.slow
+def test_ranks_checkpoint_when_torchrun_gets_sigterm(
+    grpo_inputs: Path, capfd: pytest.CaptureFixture
+) -> None:
+    """Slurm's SIGTERM (preemption, scancel, the limit) reaches torchrun, which passes it on to
+    its ranks and exits non-zero: the ranks finish their step and save one checkpoint together,
+    and the stage ends as stopped, for a rerun, not as failed."""
+    import threading
+
+    import psutil
+
+    cfg = load_experiment(
+        "tiny_shapes",
+        [
+            "sft.enabled=false",
+            "grpo.processes=2",
+            "grpo.max_steps=6",
+            "grpo.save_steps=1",
+            "grpo.per_device_train_batch_size=2",
+            "grpo.num_generations=2",
+            "grpo.max_completion_length=8",
+        ],
+    )
+    first = paths.grpo_checkpoints_dir("tiny_shapes") / "checkpoint-1" / "trainer_state.json"
+
+    def terminate_torchrun_after_step_one() -> None:
+        while not first.is_file():
+            time.sleep(0.05)
+        # the launcher run_group started, in its own process group
+        (torchrun,) = [p for p in psutil.Process().children() if os.getpgid(p.pid) == p.pid]
+        torchrun.terminate()
+
+    killer = threading.Thread(target=terminate_torchrun_after_step_one, daemon=True)
+    killer.start()
+    with pytest.raises(StageError, match=r"stopped after step (\d) of 6 on SIGTERM") as stopped:
+        grpo.run("tiny_shapes", cfg)
+    killer.join(timeout=1)
+    step = int(re.search(r"after step (\d)", str(stopped.value)).group(1))
+    err = capfd.readouterr().err
+    for rank in (0, 1):
+        assert f"[rank {rank}] stopping after step {step} of 6 on SIGTERM" in err, err[-3000:]
+    last = paths.grpo_checkpoints_dir("tiny_shapes") / f"checkpoint-{step}"
+    assert 1 < step < 6 and (last / "trainer_state.json").is_file()
+    assert (last / "rng_state_0.pth").is_file() and (last / "rng_state_1.pth").is_file()

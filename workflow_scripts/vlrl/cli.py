@@ -110,7 +110,9 @@ def _stage(name: str, cfg, *args) -> None:
 
     With ``VLRL_CHECK_READS=1`` the stage sees its config through a recorder, and reading a
     key that its module's ``READS`` does not declare fails the command (see
-    :mod:`vlrl.workflow.reads`): such a key would be missing from the stage's params.
+    :mod:`vlrl.workflow.reads`): such a key would be missing from the stage's params. Keys it
+    reads only to size its launch (``LAUNCH_READS``: CPUs and memory of each node's srun task),
+    which cannot change its result, are not params.
     """
     import importlib
     import os
@@ -128,7 +130,7 @@ def _stage(name: str, cfg, *args) -> None:
 
     seen: set[str] = set()
     _run(module.run, args[0], RecordingConfig(cfg, seen), *args[1:])
-    missing = undeclared(seen, module.READS)
+    missing = undeclared(seen, (*module.READS, *getattr(module, "LAUNCH_READS", ())))
     if missing:
         err.print(
             f"[bold red]error:[/] stage {name} read config keys its READS does not declare: "

@@ -23,7 +23,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -32,8 +31,11 @@ from vlrl.errors import StageError
 
 log = logging.getLogger(__name__)
 
-RENDEZVOUS_PORTS = (29500, 39500)
-"""Ports the multi-node rendezvous uses: one per Slurm job id, so jobs sharing a node differ."""
+RENDEZVOUS_PORTS = (20000, 32768)
+"""Ports the multi-node rendezvous uses, one per Slurm job id (so jobs whose first node is the
+same differ): below Linux's ephemeral range (``net.ipv4.ip_local_port_range``, 32768-60999 by
+default), from which the kernel hands out the ports of outgoing connections, so no client socket
+of another job holds it (torchrun's own default, 29500, is one port for every job)."""
 
 NODE_RANK_FROM_SLURM = 'NODE_RANK="$SLURM_NODEID" exec "$0" "$@"'
 """The shell line each node's task runs LLaMA-Factory under: its node rank is Slurm's node id."""
@@ -46,30 +48,45 @@ class Topology:
     nodes: int = 1
     processes_per_node: int = 1
     gpus_per_node: int = 0
+    cpus_per_node: int | None = None
+    """CPUs of each node's launcher and its processes (``resources.<stage>.cpus``)."""
+    mem_mb_per_node: int | None = None
 
     @property
     def world_size(self) -> int:
         return self.nodes * self.processes_per_node
 
 
-def processes_per_node(resources: StageResources, cpu_processes: int) -> int:
-    """Training processes per node: one per GPU, else ``cpu_processes`` (CPU data parallelism).
+def processes_per_node(resources: StageResources, cpu_processes: int, reserved: int = 0) -> int:
+    """Training processes per node: one per GPU but the ``reserved`` ones its servers take
+    (``grpo.server_gpus``), else ``cpu_processes`` (CPU data parallelism).
 
     >>> processes_per_node(StageResources(gpus=8), 1), processes_per_node(StageResources(), 2)
     (8, 2)
+    >>> processes_per_node(StageResources(gpus=8), 1, reserved=2)
+    6
     """
-    return resources.gpus or cpu_processes
+    return resources.gpus - reserved if resources.gpus else cpu_processes
 
 
-def topology(resources: StageResources, cpu_processes: int) -> Topology:
-    """The topology of a stage from its resources and its CPU process count.
+def topology(resources: StageResources, cpu_processes: int, reserved: int = 0) -> Topology:
+    """The topology of a stage from its resources, its CPU process count and the GPUs of a
+    node its servers take (``reserved``).
 
-    >>> topology(StageResources(gpus=8, nodes=2), 1)
-    Topology(nodes=2, processes_per_node=8, gpus_per_node=8)
+    >>> topology(StageResources(gpus=8, nodes=2, cpus=64, mem_mb=480000), 1)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Topology(nodes=2, processes_per_node=8, gpus_per_node=8, cpus_per_node=64,
+             mem_mb_per_node=480000)
     >>> topology(StageResources(), 2).world_size
     2
     """
-    return Topology(resources.nodes, processes_per_node(resources, cpu_processes), resources.gpus)
+    return Topology(
+        resources.nodes,
+        processes_per_node(resources, cpu_processes, reserved),
+        resources.gpus,
+        resources.cpus,
+        resources.mem_mb,
+    )
 
 
 @dataclass(frozen=True)
@@ -84,8 +101,8 @@ class Rendezvous:
 def rendezvous_port(job_id: str) -> int:
     """The rendezvous port of Slurm job ``job_id``.
 
-    >>> rendezvous_port("1234"), rendezvous_port("41234")
-    (30734, 30734)
+    >>> rendezvous_port("1234"), rendezvous_port("1235"), rendezvous_port("13994")
+    (21234, 21235, 21226)
     """
     low, high = RENDEZVOUS_PORTS
     return low + int(job_id) % (high - low)
@@ -109,14 +126,21 @@ def slurm_hosts(env: Mapping[str, str] | None = None) -> list[str]:
             "job: SLURM_JOB_ID is not set. Run it with `snakemake --profile profiles/slurm`, "
             "or set nodes: 1"
         )
-    nodelist = env.get("SLURM_JOB_NODELIST") or _slurm(["squeue", "-h", "-j", job, "-o", "%N"])
-    hosts = _slurm(["scontrol", "show", "hostnames", nodelist.strip()]).split()
+    nodelist = env.get("SLURM_JOB_NODELIST") or slurm_output(
+        ["squeue", "-h", "-j", job, "-o", "%N"]
+    )
+    hosts = slurm_output(["scontrol", "show", "hostnames", nodelist.strip()]).split()
     if not hosts:
         raise StageError(f"Slurm job {job}: no node in its node list {nodelist!r}")
     return hosts
 
 
-def _slurm(cmd: list[str]) -> str:
+def slurm_output(cmd: list[str]) -> str:
+    """The output of a Slurm command (squeue, scontrol, ...).
+
+    Raises:
+        StageError: it could not run or failed (its error output quoted).
+    """
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as err:
@@ -140,18 +164,29 @@ def rendezvous_for(topo: Topology) -> Rendezvous | None:
 def srun_per_node(topo: Topology, rdzv: Rendezvous) -> list[str]:
     """``srun`` starting one task per node of the job (inside its allocation).
 
+    The step states what each node's task gets: its CPUs, GPUs and memory, as the job asked for
+    them. Left out, srun would take them from ``SLURM_CPUS_PER_TASK`` and the like, which the
+    job step that runs the stage does not have (Snakemake's jobstep executor clears them), and
+    with task binding every node's torchrun and all its ranks would share one core.
     ``--overlap``: the step that runs the stage holds CPUs of the first node; ``--export=ALL``:
     the tasks get the launch variables set here.
 
-    >>> srun_per_node(Topology(2, 8, 8), Rendezvous("gpu01", 30734, "1234"))[:5]
-    ['srun', '--jobid=1234', '--nodes=2', '--ntasks=2', '--ntasks-per-node=1']
+    >>> topo = Topology(2, 8, 8, cpus_per_node=64, mem_mb_per_node=480000)
+    >>> srun_per_node(topo, Rendezvous("gpu01", 30734, "1234"))  # doctest: +NORMALIZE_WHITESPACE
+    ['srun', '--jobid=1234', '--nodes=2', '--ntasks=2', '--ntasks-per-node=1',
+     '--cpus-per-task=64', '--gres=gpu:8', '--mem=480000', '--overlap', '--kill-on-bad-exit=1',
+     '--export=ALL']
     """
+    sizes = [f"--cpus-per-task={topo.cpus_per_node}"] if topo.cpus_per_node else []
+    sizes += [f"--gres=gpu:{topo.gpus_per_node}"] if topo.gpus_per_node else []
+    sizes += [f"--mem={topo.mem_mb_per_node}"] if topo.mem_mb_per_node else []
     return [
         "srun",
         f"--jobid={rdzv.run_id}",
         f"--nodes={topo.nodes}",
         f"--ntasks={topo.nodes}",
         "--ntasks-per-node=1",
+        *sizes,
         "--overlap",
         "--kill-on-bad-exit=1",
         "--export=ALL",
@@ -229,73 +264,3 @@ def llamafactory_command(
         raise ValueError(f"{topo.nodes} nodes need a rendezvous")
     env.update(MASTER_ADDR=rdzv.host, MASTER_PORT=str(rdzv.port))
     return [*srun_per_node(topo, rdzv), "bash", "-c", NODE_RANK_FROM_SLURM, *cmd], env
-
-
-# ------------------------------------------------------------------------------- time limits
-STOP_AT_ENV = "VLRL_STOP_AT"
-"""Seconds since the epoch at which a resumable stage stops and saves (set by the stage from
-its Slurm job's time limit; a launcher that knows its own limit may set it too)."""
-
-
-def parse_time_left(text: str) -> float | None:
-    """Seconds in squeue's time left (``%L``: ``[days-][hours:]minutes:seconds``), or None when
-    the job has no limit.
-
-    >>> parse_time_left("1-02:03:04"), parse_time_left("05:00"), parse_time_left("UNLIMITED")
-    (93784.0, 300.0, None)
-    """
-    text = text.strip()
-    if not text or not text[0].isdigit():
-        return None  # UNLIMITED, NOT_SET, INVALID
-    days, _, clock = text.rpartition("-")
-    seconds = 0
-    for part in clock.split(":"):
-        seconds = seconds * 60 + int(part)
-    return float(seconds + 86400 * int(days or 0))
-
-
-def job_seconds_left(env: Mapping[str, str] | None = None) -> float | None:
-    """Seconds until the time limit of the Slurm job this process runs in; None outside Slurm,
-    for a job without a limit, or when squeue cannot say (logged by the caller's absence of a
-    deadline: the stage then simply runs on)."""
-    env = os.environ if env is None else env
-    job = env.get("SLURM_JOB_ID")
-    if not job:
-        return None
-    try:
-        return parse_time_left(_slurm(["squeue", "-h", "-j", job, "-o", "%L"]))
-    except StageError:
-        return None
-
-
-def stop_time(margin_s: float) -> float | None:
-    """When a resumable stage stops (seconds since the epoch): ``$VLRL_STOP_AT`` when set, else
-    its Slurm job's limit less ``margin_s``; None when there is no limit."""
-    if os.environ.get(STOP_AT_ENV):
-        return float(os.environ[STOP_AT_ENV])
-    left = job_seconds_left()
-    if left is None:
-        return None
-    if left <= margin_s:
-        log.warning(
-            "the job has %.0f s left, within the stop margin of %.0f s: the stage stops after "
-            "its first step and requeues, so every run of the job makes one step. Give the job "
-            "more time (resources.<stage>.runtime) or lower the margin (grpo.stop_margin_s)",
-            left,
-            margin_s,
-        )
-    return time.time() + left - margin_s
-
-
-def requeue_job(env: Mapping[str, str] | None = None) -> bool:
-    """Requeue the Slurm job this process runs in (it restarts from its batch script, here: the
-    same rule, which resumes); False outside Slurm or when Slurm refuses (``--no-requeue``)."""
-    env = os.environ if env is None else env
-    job = env.get("SLURM_JOB_ID")
-    if not job:
-        return False
-    try:
-        _slurm(["scontrol", "requeue", job])
-    except StageError:
-        return False
-    return True

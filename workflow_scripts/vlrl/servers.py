@@ -6,17 +6,24 @@ An endpoint (:class:`vlrl.config.EndpointConfig`: the judge, the thinking reward
 block:
 
 - the command is :func:`serve_command`: ``vllm serve`` when the backend is ``vllm`` (``auto``:
-  when torch sees a CUDA device), else ``transformers serve`` (CPU), on 127.0.0.1 at
-  ``serve.port`` or a free port, run from the project root (so a relative model directory is
-  found) in its own process group, with ``HF_HUB_OFFLINE=1`` (unless the environment sets it) and
+  when torch sees a CUDA device), with the defaults the model's config implies
+  (:func:`vlrl.served_models.vllm_defaults`: memory share, context length, images per prompt;
+  ``serve.args`` win), else ``transformers serve`` (CPU), on 127.0.0.1 at ``serve.port`` or a
+  free port, run from the project root (so a relative model directory is found) in its own
+  process group, with ``HF_HUB_OFFLINE=1`` (unless the environment sets it) and
   ``HF_HUB_DISABLE_UPDATE_CHECK=1``, its output in ``<log_dir>/<name>.log``;
+- with ``serve.gpus: n`` it sees only its own GPUs (``CUDA_VISIBLE_DEVICES``): those the caller
+  passes (a stage that trains beside it, :func:`vlrl.server_gpus.stage_split`), else the last
+  ``n`` visible ones;
 - it is ready when ``GET /health`` answers 200; a server that exits first, or is not ready
   within ``serve.startup_timeout_s``, is a :class:`~vlrl.errors.StageError` naming the command
   and ending with its log's last lines;
 - the block gets a copy of the endpoint with ``base_url`` set to the server, ``serve`` unset,
-  ``model`` the served model name and ``endpoint_id`` ``serve:<backend>:<model>``: the reply
-  cache (:class:`vlrl.endpoints.EndpointCache`) and the scores file name the server by that,
-  never by its port, so a rerun finds the replies of the last run;
+  ``model`` the served model name and ``endpoint_id`` ``serve:<backend>:<model>@<fingerprint>``
+  (:func:`vlrl.served_models.fingerprint`: the weights' content or hub commit, and the
+  arguments that change replies): the reply cache (:class:`vlrl.endpoints.EndpointCache`) and
+  the scores file name the server by that, never by its port, so a rerun finds the replies of
+  the last run, and other weights under the same name never do;
 - leaving the block, normally or by any exception (a failed stage, Ctrl-C, SIGTERM turned into
   SystemExit by the CLI), stops the whole process group (:func:`vlrl.launch.stop_group`).
 
@@ -26,7 +33,8 @@ serve`` gets ``--served-model-name`` (the endpoint's ``model``, else ``serve.mod
 name does not depend on where the weights are.
 
 This module sits below its users (stages, scoring, rewards, generation): it imports only the
-config types, the errors, paths and the launcher.
+config types, the errors, paths, the launcher and its two helpers (:mod:`vlrl.served_models`,
+:mod:`vlrl.server_gpus`), which import no more.
 """
 
 from __future__ import annotations
@@ -41,14 +49,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from vlrl import paths
+from vlrl import paths, served_models
 from vlrl.errors import ConfigError, StageError
 from vlrl.launch import stop_group
+from vlrl.server_gpus import split_devices, visible_devices
 
 if TYPE_CHECKING:
     from vlrl.config import EndpointConfig, ServeConfig
@@ -95,10 +104,15 @@ def _executable(name: str) -> str:
 
 
 def serve_command(
-    serve_cfg: ServeConfig, port: int, gpu: bool, served_name: str | None = None
+    serve_cfg: ServeConfig,
+    port: int,
+    gpu: bool,
+    served_name: str | None = None,
+    model_config: dict[str, Any] | None = None,
 ) -> list[str]:
     """The command that serves ``serve_cfg.model`` on 127.0.0.1:``port`` (see the module
-    docstring), ``serve_cfg.args`` last. ``served_name`` (vllm only) defaults to the model.
+    docstring), ``serve_cfg.args`` last. ``served_name`` (vllm only) defaults to the model;
+    ``model_config`` (its ``config.json``; None: unknown) sizes vllm's defaults.
 
     >>> from vlrl.config import ServeConfig
     >>> cmd = serve_command(ServeConfig(model="resources/models/judge"), 8123, gpu=False)
@@ -109,7 +123,8 @@ def serve_command(
     >>> cmd = serve_command(cfg, 8000, gpu=True, served_name="judge")
     >>> Path(cmd[0]).name, cmd[1:]  # doctest: +NORMALIZE_WHITESPACE
     ('vllm', ['serve', 'Qwen/Qwen2.5-7B-Instruct', '--host', '127.0.0.1', '--port', '8000',
-     '--served-model-name', 'judge', '--max-model-len', '8192'])
+     '--served-model-name', 'judge', '--gpu-memory-utilization', '0.9',
+     '--max-model-len', '8192'])
     """
     model = serve_cfg.model
     if model is None:
@@ -117,6 +132,7 @@ def serve_command(
     if resolve_backend(serve_cfg, gpu) == "vllm":
         cmd = [_executable("vllm"), "serve", model, "--host", HOST, "--port", str(port)]
         cmd += ["--served-model-name", served_name or model]
+        cmd += served_models.vllm_defaults(serve_cfg, model_config)
     else:
         device = "cuda" if gpu else "cpu"
         cmd = [_executable("transformers"), "serve", model, "--device", device]
@@ -133,18 +149,18 @@ class ServerPlan:
     model: str
     """The served model name: what requests name."""
     endpoint_id: str
-    """``serve:<backend>:<model>``: the endpoint's name in the cache and the scores file."""
+    """``serve:<backend>:<model>@<fingerprint>``: the endpoint's name in the cache and the scores
+    file (:func:`vlrl.served_models.fingerprint`)."""
 
 
 def plan(endpoint_cfg: EndpointConfig, gpu: bool | None = None) -> ServerPlan:
     """The backend, the served model name and the endpoint id of ``endpoint_cfg.serve``
-    (``gpu``: whether a CUDA device is visible; None: ask torch).
+    (``gpu``: whether a CUDA device is visible; None: ask torch). The id's fingerprint reads
+    the weights (hashes a local directory's files, once per file version).
 
     >>> from vlrl.config import JudgeConfig
-    >>> plan(JudgeConfig(serve={"model": "resources/models/judge"}), gpu=False).endpoint_id
-    'serve:transformers:resources/models/judge'
-    >>> plan(JudgeConfig(serve={"model": "org/big"}, model="judge"), gpu=True).endpoint_id
-    'serve:vllm:judge'
+    >>> plan(JudgeConfig(serve={"model": "org/big"}, model="judge"), gpu=True).endpoint_id[:17]
+    'serve:vllm:judge@'
 
     Raises:
         ConfigError: ``serve`` or ``serve.model`` is not set, or ``model`` names another model
@@ -166,7 +182,8 @@ def plan(endpoint_cfg: EndpointConfig, gpu: bool | None = None) -> ServerPlan:
                 f"serve.model ({model!r}); leave model unset (or use the vllm backend, which "
                 "serves it under that name)"
             )
-    return ServerPlan(backend, gpu, model, f"serve:{backend}:{model}")
+    digest = served_models.fingerprint(serve, backend)
+    return ServerPlan(backend, gpu, model, f"serve:{backend}:{model}@{digest}")
 
 
 def unstarted(endpoint_cfg: E) -> E:
@@ -203,12 +220,15 @@ def _check_port_free(port: int, name: str) -> None:
             ) from None
 
 
-def server_env() -> dict[str, str]:
+def server_env(devices: Sequence[str] | None = None) -> dict[str, str]:
     """The server's environment: this process's, offline by default, without the hub's
-    update check (which delays start-up by about a minute offline)."""
+    update check (which delays start-up by about a minute offline); ``devices``: the only GPUs
+    it sees (``CUDA_VISIBLE_DEVICES``), None: this process's."""
     env = dict(os.environ)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env["HF_HUB_DISABLE_UPDATE_CHECK"] = "1"
+    if devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
     return env
 
 
@@ -232,7 +252,13 @@ def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
 
 
 def _wait_ready(
-    proc: subprocess.Popen, url: str, timeout_s: float, cmd: list[str], log_path: Path, name: str
+    proc: subprocess.Popen,
+    url: str,
+    timeout_s: float,
+    cmd: list[str],
+    log_path: Path,
+    name: str,
+    timeout_key: str,
 ) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
@@ -242,7 +268,7 @@ def _wait_ready(
         elif _healthy(url):
             return
         elif time.monotonic() > deadline:
-            why = f"did not answer {url}/health within {timeout_s:g} s (serve.startup_timeout_s)"
+            why = f"did not answer {url}/health within {timeout_s:g} s ({timeout_key})"
         else:
             time.sleep(POLL_S)
             continue
@@ -254,44 +280,24 @@ def _wait_ready(
 
 
 @contextlib.contextmanager
-def serving(endpoint_cfg: E, log_dir: Path, name: str = "server") -> Iterator[E]:
-    """``endpoint_cfg`` with its server running (see the module docstring); a config without
-    ``serve`` (``base_url`` set) comes back unchanged and nothing is started.
-
-    Args:
-        endpoint_cfg: the endpoint (any :class:`vlrl.config.EndpointConfig`).
-        log_dir: where the server's output goes, as ``<name>.log`` (rewritten at each start).
-        name: names the server in log lines, errors and its log file (e.g. ``judge``).
+def running(
+    cmd: list[str],
+    url: str,
+    log_path: Path,
+    name: str,
+    timeout_s: float,
+    env: Mapping[str, str],
+    timeout_key: str = "serve.startup_timeout_s",
+) -> Iterator[subprocess.Popen]:
+    """Run ``cmd`` (a server answering ``GET <url>/health``) from the project root in its own
+    process group, its output in ``log_path``; yield it once healthy; stop its group after.
 
     Raises:
-        StageError: the server could not be started, exited before it was ready or was not
-            ready in time (naming the command, with the log's last lines).
-        ConfigError: ``serve`` is incomplete (see :func:`plan`).
+        StageError: it cannot start, exits before it is healthy, or is not healthy within
+            ``timeout_s`` (``timeout_key`` names the setting), naming the command and ending
+            with the log's last lines.
     """
-    serve = endpoint_cfg.serve
-    if serve is None:
-        yield endpoint_cfg
-        return
-    planned = plan(endpoint_cfg)
-    if serve.port is None:
-        port = free_port()
-    else:
-        port = serve.port
-        _check_port_free(port, name)
-    cmd = serve_command(serve, port, planned.gpu, served_name=planned.model)
-    url = f"http://{HOST}:{port}"
-    log_dir = Path(log_dir)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"{name}.log"
-    log.info(
-        "%s: starting %s serve at %s/v1 (model %s; log %s): %s",
-        name,
-        planned.backend,
-        url,
-        planned.model,
-        log_path,
-        shlex.join(cmd),
-    )
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with log_path.open("w") as out:
         try:
@@ -300,24 +306,99 @@ def serving(endpoint_cfg: E, log_dir: Path, name: str = "server") -> Iterator[E]
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env=server_env(),
+                env=dict(env),
                 cwd=paths.root(),
                 process_group=0,
             )
         except OSError as exc:
             raise StageError(
                 f"{name}: cannot start the server ({exc}): {shlex.join(cmd)}; is "
-                f"{planned.backend} installed in this environment?"
+                f"{Path(cmd[0]).name} installed in this environment?"
             ) from None
     try:
-        _wait_ready(proc, url, serve.startup_timeout_s, cmd, log_path, name)
+        _wait_ready(proc, url, timeout_s, cmd, log_path, name, timeout_key)
         log.info(
-            "%s: ready at %s/v1 after %.1f s (process group %d)",
+            "%s: ready at %s after %.1f s (process group %d)",
             name,
             url,
             time.monotonic() - started,
             proc.pid,
         )
+        yield proc
+    finally:
+        stop_group(proc)
+        log.info("%s: stopped the server at %s (process group %d)", name, url, proc.pid)
+
+
+def server_devices(serve_cfg: ServeConfig, name: str, devices: Sequence[str] | None) -> list[str]:
+    """The GPUs a server with ``serve.gpus > 0`` sees: ``devices`` when given (their number
+    must be ``serve.gpus``), else the last ``serve.gpus`` visible ones; [] when it shares."""
+    if serve_cfg.gpus == 0:
+        if devices:
+            raise ConfigError(f"{name}: serve.gpus is 0, but GPUs {list(devices)} were given")
+        return []
+    if devices is None:
+        devices = split_devices(visible_devices(), {name: serve_cfg.gpus}).servers[name]
+    if len(devices) != serve_cfg.gpus:
+        raise ConfigError(
+            f"{name}: serve.gpus is {serve_cfg.gpus}, but it was given {len(devices)} GPUs "
+            f"({','.join(devices) or 'none'})"
+        )
+    return list(devices)
+
+
+@contextlib.contextmanager
+def serving(
+    endpoint_cfg: E,
+    log_dir: Path,
+    name: str = "server",
+    devices: Sequence[str] | None = None,
+) -> Iterator[E]:
+    """``endpoint_cfg`` with its server running (see the module docstring); a config without
+    ``serve`` (``base_url`` set) comes back unchanged and nothing is started.
+
+    Args:
+        endpoint_cfg: the endpoint (any :class:`vlrl.config.EndpointConfig`).
+        log_dir: where the server's output goes, as ``<name>.log`` (rewritten at each start).
+        name: names the server in log lines, errors and its log file (e.g. ``judge``).
+        devices: the GPUs it takes when ``serve.gpus > 0`` (``CUDA_VISIBLE_DEVICES`` entries,
+            from :func:`vlrl.server_gpus.stage_split`); None: the last ``serve.gpus`` visible.
+
+    Raises:
+        StageError: the server could not be started, exited before it was ready or was not
+            ready in time (naming the command, with the log's last lines).
+        ConfigError: ``serve`` is incomplete (see :func:`plan`), or ``devices`` does not
+            match ``serve.gpus``, or there are not enough GPUs.
+    """
+    serve = endpoint_cfg.serve
+    if serve is None:
+        yield endpoint_cfg
+        return
+    planned = plan(endpoint_cfg)
+    own = server_devices(serve, name, devices)
+    if serve.port is None:
+        port = free_port()
+    else:
+        port = serve.port
+        _check_port_free(port, name)
+    config = served_models.model_config(
+        serve.model, served_models.flag_value(serve.args, "revision")
+    )
+    cmd = serve_command(serve, port, planned.gpu, served_name=planned.model, model_config=config)
+    url = f"http://{HOST}:{port}"
+    log_path = Path(log_dir) / f"{name}.log"
+    log.info(
+        "%s: starting %s serve at %s/v1 (model %s, GPUs %s; log %s): %s",
+        name,
+        planned.backend,
+        url,
+        planned.model,
+        ",".join(own) if own else "shared",
+        log_path,
+        shlex.join(cmd),
+    )
+    env = server_env(own if own else None)
+    with running(cmd, url, log_path, name, serve.startup_timeout_s, env):
         served: dict[str, Any] = {
             "base_url": f"{url}/v1",
             "serve": None,
@@ -325,6 +406,3 @@ def serving(endpoint_cfg: E, log_dir: Path, name: str = "server") -> Iterator[E]
             "endpoint_id": planned.endpoint_id,
         }
         yield endpoint_cfg.model_copy(update=served)
-    finally:
-        stop_group(proc)
-        log.info("%s: stopped the server at %s/v1 (process group %d)", name, url, proc.pid)

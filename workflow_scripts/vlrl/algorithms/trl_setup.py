@@ -14,6 +14,7 @@ from vlrl.errors import StageError
 from vlrl.prompts import get_prompt
 from vlrl.records import Record
 from vlrl.rewards import REGISTRY, ConfiguredReward, get_reward
+from vlrl.trl_server import SERVER_ENV, TRLServer
 
 # The vision tower in transformers 5.x Qwen2.5-VL: Qwen2_5_VLModel.visual (and its merger).
 VISION_KEY = "visual."
@@ -81,9 +82,21 @@ def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
     return dataset.cast_column("images", datasets.Sequence(datasets.Image()))
 
 
-def trl_kwargs(cfg: GRPOConfig, output_dir: Path, seed: int) -> dict[str, Any]:
+#: TRL options naming the vLLM server of ``vllm_mode: server``: vlrl sets them from the server
+#: the stage starts (:mod:`vlrl.trl_server`), so ``grpo.extra`` may not.
+SERVER_OPTIONS = frozenset(
+    {"vllm_server_base_url", "vllm_server_host", "vllm_server_port", "vllm_group_port"}
+)
+
+
+def trl_kwargs(
+    cfg: GRPOConfig, output_dir: Path, seed: int, server: TRLServer | None = None
+) -> dict[str, Any]:
     """The TRL GRPOConfig options vlrl sets from the experiment's grpo section (TRL 1.16 option
-    names), ``grpo.extra`` not included."""
+    names), ``grpo.extra`` not included. With ``vllm_mode: server``, the server's address and
+    weight-update port come from ``server``, else from ``$VLRL_TRL_VLLM_SERVER`` (set by
+    :func:`vlrl.trl_server.trl_vllm_server` for the stage and its ranks); without either they
+    are left out (:func:`trl_config` refuses that)."""
     import torch
 
     gpu = torch.cuda.is_available()
@@ -95,6 +108,12 @@ def trl_kwargs(cfg: GRPOConfig, output_dir: Path, seed: int) -> dict[str, Any]:
             "vllm_gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
             "vllm_tensor_parallel_size": cfg.vllm_tensor_parallel_size,
         }
+        server = server or TRLServer.from_env()
+        if cfg.vllm_mode == "server" and server is not None:
+            kwargs |= {
+                "vllm_server_base_url": server.base_url,
+                "vllm_group_port": server.group_port,
+            }
     if cfg.deepspeed:
         kwargs["deepspeed"] = str(paths.deepspeed_file(cfg.deepspeed))
     return kwargs | dict(
@@ -154,6 +173,7 @@ def extra_problems(cfg: GRPOConfig) -> list[tuple[str, str]]:
 
     options = {f.name for f in dataclasses.fields(TRLGRPOConfig)}
     modelled = set(trl_kwargs(cfg.model_copy(update={"use_vllm": True}), Path("."), 0))
+    modelled |= SERVER_OPTIONS
     problems = []
     for key in cfg.extra:
         if key not in options:
@@ -165,14 +185,26 @@ def extra_problems(cfg: GRPOConfig) -> list[tuple[str, str]]:
     return problems
 
 
-def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int):
-    """TRL GRPOConfig from the experiment's grpo section and its checked ``extra`` options."""
+def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int, server: TRLServer | None = None):
+    """TRL GRPOConfig from the experiment's grpo section and its checked ``extra`` options
+    (``server``: see :func:`trl_kwargs`).
+
+    Raises:
+        StageError: an ``extra`` option is not TRL's or is modelled, or ``vllm_mode`` is
+            ``server`` and no server was started for the run.
+    """
     from trl import GRPOConfig as TRLGRPOConfig
 
     problems = extra_problems(cfg)
     if problems:
         raise StageError("; ".join(f"grpo.{key}: {why}" for key, why in problems))
-    return TRLGRPOConfig(**(trl_kwargs(cfg, output_dir, seed) | cfg.extra))
+    kwargs = trl_kwargs(cfg, output_dir, seed, server)
+    if cfg.use_vllm and cfg.vllm_mode == "server" and "vllm_server_base_url" not in kwargs:
+        raise StageError(
+            f"grpo.vllm_mode is server, but no vLLM server was started for this run (${SERVER_ENV}"
+            " is unset): the grpo stage starts one with vlrl.trl_server.trl_vllm_server"
+        )
+    return TRLGRPOConfig(**(kwargs | cfg.extra))
 
 
 def check_backends(cfg: GRPOConfig) -> None:

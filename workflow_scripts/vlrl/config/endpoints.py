@@ -43,7 +43,31 @@ class ServeConfig(Section):
     args: list[str] = Field(
         default_factory=list,
         description="Extra command-line arguments of the server, passed as they are (e.g. "
-        "[--dtype, bfloat16], or vllm's [--max-model-len, 8192]).",
+        "[--dtype, bfloat16], or vllm's [--max-model-len, 8192]); a flag given here replaces "
+        "the default vlrl would pass.",
+    )
+    gpus: NonNegativeInt = Field(
+        0,
+        description="GPUs of the stage's node the server takes for itself: the last ones "
+        "visible (CUDA_VISIBLE_DEVICES), the training ranks keep the others. 0: it shares the "
+        "stage's GPUs. One-node stages only.",
+    )
+    gpu_memory_utilization: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="vllm: the fraction of each of its GPUs' memory the server takes. None: 0.9; "
+        "a vllm server sharing a training stage's GPUs (gpus: 0) must set it.",
+    )
+    max_model_len: PositiveInt | None = Field(
+        None,
+        description="vllm: cap on prompt + reply tokens (--max-model-len). None: the model's "
+        "max_position_embeddings, passed for a vision-language model.",
+    )
+    images_per_prompt: PositiveInt = Field(
+        4,
+        description="vllm, a vision-language model (config.json with vision_config): the most "
+        "images one request may carry (--limit-mm-per-prompt).",
     )
 
     @field_validator("args", mode="before")
@@ -85,7 +109,8 @@ class EndpointConfig(Section):
         None,
         description="What the reply cache and the scores file call this endpoint. None: base_url "
         "without credentials; for a server started from serve the pipeline sets "
-        "serve:<backend>:<model>, so that its replies are found again whatever port it got.",
+        "serve:<backend>:<model>@<fingerprint of the weights and reply-changing arguments>, so "
+        "that its replies are found again whatever port it got, and never for other weights.",
     )
     model: str | None = Field(
         None,
@@ -135,8 +160,8 @@ class EndpointConfig(Section):
                 problems.append(
                     (
                         "endpoint_id",
-                        "is set by the pipeline for a server it starts (serve:<backend>:<model>); "
-                        "leave it unset with serve",
+                        "is set by the pipeline for a server it starts "
+                        "(serve:<backend>:<model>@<fp>); leave it unset with serve",
                     )
                 )
             if self.serve.model is None and not self.MODEL_FROM_STAGE:

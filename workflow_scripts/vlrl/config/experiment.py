@@ -197,9 +197,12 @@ class ExperimentConfig(Section):
             for key in self.unknown
             if not _has_key(self, key)
         ]
-        need = self.resources.grpo
+        need, reserved = self.resources.grpo, self.grpo.server_gpus
         if need.gpus:
-            world, where = need.gpus * need.nodes, f"{need.gpus} GPUs x {need.nodes} node(s)"
+            ranks = need.gpus - reserved
+            world, where = ranks * need.nodes, f"{ranks} GPUs x {need.nodes} node(s)"
+            if reserved:
+                where += f" (of {need.gpus}: {reserved} for its servers)"
         else:
             world, where = self.grpo.processes, f"{self.grpo.processes} process(es)"
         problems += [(f"grpo.{key}", why) for key, why in self.grpo.group_problems(world, where)]

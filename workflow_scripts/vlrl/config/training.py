@@ -223,7 +223,14 @@ class GRPOConfig(Section):
         300,
         description="How long before its Slurm job's time limit (resources.grpo.runtime) a run "
         "stops and saves a checkpoint, besides two of its longest steps: enough to write one. "
-        "The job is then requeued and resumes.",
+        "The job is then requeued and resumes. Slurm's stop signal comes this long before the "
+        "limit too (vlrl.preemption.signal_option): make it cover one step and one save.",
+    )
+    max_requeues: NonNegativeInt = Field(
+        10,
+        description="How many times a run stopped by its time limit or a stop signal requeues its "
+        "Slurm job (each time only if it saved a checkpoint past the step it started from); "
+        "then the stage fails and says why.",
     )
     image_max_pixels: PositiveInt | None = Field(
         None, description="Pixel budget per image; None: the experiment's image_pixels.max."
@@ -235,6 +242,13 @@ class GRPOConfig(Section):
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: float = Field(0.3, gt=0, le=1)
     vllm_tensor_parallel_size: int = Field(1, ge=1)
+    vllm_server_gpus: int = Field(
+        1,
+        ge=1,
+        description="vllm_mode server: GPUs of the node the TRL vLLM server (trl vllm-serve) "
+        "takes (the last visible ones; the training ranks keep the rest); its tensor-parallel "
+        "size.",
+    )
     deepspeed: Literal["zero2", "zero3"] | None = Field(
         None, description="A DeepSpeed config of config/deepspeed/ (needs deepspeed and a GPU)."
     )
@@ -243,6 +257,19 @@ class GRPOConfig(Section):
         description="TRL GRPOConfig options the schema does not model, passed through as they "
         "are; a key that is not a TRL option, or one vlrl sets itself, is an error (vlrl check).",
     )
+
+    @property
+    def server_gpus(self) -> int:
+        """GPUs of the training node the run's managed servers take for themselves: the TRL
+        vLLM server (``vllm_mode: server``) and any reward model whose ``serve.gpus`` is set
+        (:mod:`vlrl.server_gpus` gives them the last ones). The ranks per node are the rest."""
+        reward_models = [self.reward_model]
+        if self.algorithm == "trust_grpo" and self.trust is not None:
+            reward_models.append(self.trust.reward_model)
+        taken = sum(rm.serve.gpus for rm in reward_models if rm is not None and rm.serve)
+        return taken + (
+            self.vllm_server_gpus if self.use_vllm and self.vllm_mode == "server" else 0
+        )
 
     def group_problems(self, world: int, where: str) -> list[tuple[str, str]]:
         """``[(key, why)]`` when a generation batch does not hold whole groups: TRL 1.16's

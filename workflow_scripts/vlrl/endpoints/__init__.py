@@ -32,9 +32,10 @@ and so is every run of :data:`FRAGMENT` (8) or more consecutive characters of it
 a server that echoes the key cut or split leaves (:func:`scrub`).
 
 An endpoint is named, in the cache key, the cache entries and the metadata callers record, by
-:func:`endpoint_name`: its ``endpoint_id`` when set (``serve:<backend>:<model>`` for a server
-the pipeline started, :mod:`vlrl.servers`, whose port changes from run to run), else its
-``base_url`` without credentials. A config whose server is not started (``serve`` set,
+:func:`endpoint_name`: its ``endpoint_id`` when set (``serve:<backend>:<model>@<fingerprint>``
+for a server the pipeline started, :mod:`vlrl.servers`, whose port changes from run to run and
+whose fingerprint changes with its weights and reply-changing arguments), else its ``base_url``
+without credentials. A config whose server is not started (``serve`` set,
 ``base_url`` not) is refused: its requests would go nowhere it names.
 """
 

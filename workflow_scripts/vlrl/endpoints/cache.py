@@ -74,9 +74,11 @@ class EndpointCache:
         prompt version and request body (never the API key).
 
         >>> body = {"model": "m", "messages": []}
-        >>> a = EndpointCache.key("http://127.0.0.1:4001/v1", "m", "v1", body, "serve:vllm:m")
-        >>> a == EndpointCache.key("http://127.0.0.1:4002/v1", "m", "v1", body, "serve:vllm:m")
+        >>> a = EndpointCache.key("http://127.0.0.1:4001/v1", "m", "v1", body, "serve:vllm:m@01")
+        >>> a == EndpointCache.key("http://127.0.0.1:4002/v1", "m", "v1", body, "serve:vllm:m@01")
         True
+        >>> a == EndpointCache.key("http://127.0.0.1:4001/v1", "m", "v1", body, "serve:vllm:m@02")
+        False
         """
         blob = json.dumps(
             {

@@ -116,8 +116,8 @@ def endpoint_name(cfg: EndpointConfig) -> str:
     >>> endpoint_name(EndpointConfig(base_url="http://u:pw@h:8000/v1", model="m"))
     'http://h:8000/v1'
     >>> endpoint_name(EndpointConfig(base_url="http://127.0.0.1:41234/v1", model="m",
-    ...                              endpoint_id="serve:transformers:m"))
-    'serve:transformers:m'
+    ...                              endpoint_id="serve:transformers:m@0123456789ab"))
+    'serve:transformers:m@0123456789ab'
     """
     if cfg.endpoint_id is not None:
         return cfg.endpoint_id

@@ -38,8 +38,18 @@ def generating_processes(cfg: InferConfig) -> int:
     return cfg.workers if cfg.backend == "hf" else 1
 
 
-def make_generator(cfg: InferConfig, model_dir: str, seed: int) -> Generator:
-    """The backend ``cfg.backend`` for ``model_dir``."""
+def make_generator(
+    cfg: InferConfig,
+    model_dir: str,
+    seed: int,
+    *,
+    gpus: int = 1,
+    max_images: int | None = None,
+) -> Generator:
+    """The backend ``cfg.backend`` for ``model_dir``. ``gpus`` (the infer job's
+    ``resources.infer.gpus``) and ``max_images`` (the most images an item has) size the ``vllm``
+    backend: its tensor parallelism and the images it admits per prompt; the others ignore
+    them."""
     if cfg.backend == "hf":
         from vlrl.generation.hf import HFGenerator
 
@@ -47,7 +57,7 @@ def make_generator(cfg: InferConfig, model_dir: str, seed: int) -> Generator:
     if cfg.backend == "vllm":
         from vlrl.generation.vllm import VLLMGenerator
 
-        return VLLMGenerator(model_dir, cfg, seed)
+        return VLLMGenerator(model_dir, cfg, seed, gpus=gpus, max_images=max_images)
     if cfg.backend == "openai":
         from vlrl.generation.openai import OpenAIGenerator
 

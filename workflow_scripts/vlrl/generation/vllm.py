@@ -1,4 +1,5 @@
-"""The ``vllm`` backend: offline ``vllm.LLM.chat`` (GPU; vllm is an optional install)."""
+"""The ``vllm`` backend: offline ``vllm.LLM.chat`` (GPU; vllm is in the GPU set, ``make
+setup-gpu``)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,43 @@ from PIL import Image
 from vlrl.config import InferConfig
 from vlrl.errors import StageError
 
+DEFAULT_MAX_IMAGES = 4
+"""Images per prompt vLLM admits when the caller does not say how many the data has."""
+
 
 class VLLMGenerator:
-    """Batched chat generation with vLLM; images are passed as PIL parts."""
+    """Batched chat generation with vLLM; images are passed as PIL parts.
 
-    def __init__(self, model_dir: str, cfg: InferConfig, seed: int) -> None:
+    ``gpus``: the infer job's GPUs (``resources.infer.gpus``); the model is split over all of
+    them (tensor parallelism), one at least. ``max_images``: the most images an item of the
+    data has; vLLM reserves memory for that many per prompt (its profiling run) and refuses a
+    prompt with more, so the exact count keeps the reservation small (0: text only, vLLM skips
+    the vision encoder). None: :data:`DEFAULT_MAX_IMAGES`.
+    """
+
+    def __init__(
+        self,
+        model_dir: str,
+        cfg: InferConfig,
+        seed: int,
+        *,
+        gpus: int = 1,
+        max_images: int | None = None,
+    ) -> None:
         try:
             from vllm import LLM, SamplingParams
         except ImportError as exc:
             raise StageError(
-                "infer.backend is 'vllm' but vllm is not installed (GPU extra)"
+                "infer.backend is 'vllm' but vllm is not installed in this environment (the "
+                "GPU set has it: `make setup-gpu` creates .venv-gpu)"
             ) from exc
-        self.llm = LLM(model=model_dir, seed=seed, limit_mm_per_prompt={"image": 4})
+        images = DEFAULT_MAX_IMAGES if max_images is None else max_images
+        self.llm = LLM(
+            model=model_dir,
+            seed=seed,
+            tensor_parallel_size=max(1, gpus),
+            limit_mm_per_prompt={"image": images},
+        )
         self.params = SamplingParams(
             temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_new_tokens, seed=seed
         )

@@ -16,7 +16,6 @@ The output holds only what the inputs determine: TRL's run times (``step_time``,
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -25,12 +24,12 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths, sharing
-from vlrl.algorithms import build_trainer
+from vlrl import checkpoints as ckpt
+from vlrl import paths, preemption, sharing
+from vlrl.algorithms import build_trainer, grpo_servers
 from vlrl.algorithms.history import split_log_history, write_curves
 from vlrl.algorithms.trl_setup import (
     build_dataset,
@@ -43,21 +42,12 @@ from vlrl.algorithms.trl_setup import (
 )
 from vlrl.config import ExperimentConfig, GRPOConfig
 from vlrl.config.keys import assign, select
-from vlrl.distributed import (
-    STOP_AT_ENV,
-    Topology,
-    rendezvous_for,
-    requeue_job,
-    stop_time,
-    topology,
-    torchrun_command,
-)
+from vlrl.distributed import Topology, rendezvous_for, topology, torchrun_command
 from vlrl.errors import StageError
 from vlrl.files import atomic_dir, write_json
 from vlrl.launch import run_group
+from vlrl.preemption import STOP_AT_ENV, TERM_GRACE_S, stop_on_signals, stop_time
 from vlrl.records import read_records
-from vlrl.rewards import configured_settings
-from vlrl.servers import serving
 from vlrl.stages import MODEL_RUN
 from vlrl.threads import cpu_kernel_report
 
@@ -74,16 +64,21 @@ READS = (
     "resources.grpo.nodes",
 )
 
+#: Keys read only to size the launch (each node's srun task: vlrl.distributed.srun_per_node),
+#: which cannot change the result: checked as read, kept out of the params.
+LAUNCH_READS = ("resources.grpo.cpus", "resources.grpo.mem_mb")
+
 FINGERPRINT = "vlrl_fingerprint.txt"
 
 
-def resume_point(checkpoints: Path, fingerprint: str, enabled: bool) -> str | None:
-    """The last checkpoint of an interrupted run with the same fingerprint, or None.
+def resume_point(
+    checkpoints: Path, fingerprint: str, enabled: bool, deepspeed: bool = False
+) -> str | None:
+    """The newest complete checkpoint of an interrupted run with the same fingerprint, or None
+    (:func:`vlrl.checkpoints.newest_complete`: one whose save was cut short is removed).
 
     A checkpoint directory left by a different configuration is cleared rather than resumed.
     """
-    from transformers.trainer_utils import get_last_checkpoint
-
     stamp = checkpoints / FINGERPRINT
     if checkpoints.is_dir() and (
         not enabled or not stamp.is_file() or stamp.read_text() != fingerprint
@@ -92,10 +87,16 @@ def resume_point(checkpoints: Path, fingerprint: str, enabled: bool) -> str | No
         shutil.rmtree(checkpoints)
     checkpoints.mkdir(parents=True, exist_ok=True)
     stamp.write_text(fingerprint)
-    last = get_last_checkpoint(str(checkpoints))
-    if last:
-        log.info("grpo: resuming from %s", last)
-    return last
+    last = ckpt.newest_complete(checkpoints, deepspeed=deepspeed)
+    if last is None:
+        return None
+    log.info("grpo: resuming from %s", last)
+    return str(last)
+
+
+OPERATIONAL = ("resume", "stop_margin_s", "max_requeues", "save_steps", "save_total_limit")
+"""grpo keys that change how a run checkpoints and requeues, not what it trains: changing one
+(as a failed requeue's message may ask) keeps the checkpoints."""
 
 
 def fingerprint(exp: str, cfg: ExperimentConfig, start: Path) -> str:
@@ -110,7 +111,7 @@ def fingerprint(exp: str, cfg: ExperimentConfig, start: Path) -> str:
     blob = json.dumps(
         {
             "exp": exp,
-            "grpo": cfg.grpo.model_dump(mode="json"),
+            "grpo": cfg.grpo.model_dump(mode="json", exclude=set(OPERATIONAL)),
             "seed": cfg.seed,
             "prompt": cfg.prompt,
             "weights": weights,
@@ -118,49 +119,6 @@ def fingerprint(exp: str, cfg: ExperimentConfig, start: Path) -> str:
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-# ------------------------------------------------------------------ reward-model servers
-class _WithGRPO:
-    """``cfg`` with its grpo section replaced; every other key is read from ``cfg`` (so a
-    recording view, :mod:`vlrl.workflow.reads`, still records it)."""
-
-    def __init__(self, cfg: ExperimentConfig, grpo: GRPOConfig) -> None:
-        self._cfg, self.grpo = cfg, grpo
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cfg, name)
-
-
-@contextlib.contextmanager
-def served_reward_models(exp: str, cfg: ExperimentConfig) -> Iterator[ExperimentConfig]:
-    """``cfg`` with the reward-model servers the run calls started: ``grpo.reward_model`` when
-    ``sophiavl.thinking`` is a reward, ``grpo.trust.reward_model`` under trust_grpo, each when it
-    sets ``serve`` (:func:`vlrl.servers.serving`; logs in ``logs/grpo/<exp>/``). They run in this
-    process's care for the whole training, and the ranks get their addresses in their config
-    file; they are stopped when the block ends, also on failure."""
-    grpo = cfg.grpo
-    served_keys = [k for k in configured_settings(grpo.rewards) if getattr(grpo, k).serve]
-    trust_rm = grpo.trust.reward_model if grpo.algorithm == "trust_grpo" and grpo.trust else None
-    trust_rm = trust_rm if trust_rm is not None and trust_rm.serve is not None else None
-    if not served_keys and trust_rm is None:
-        yield cfg
-        return
-    if cfg.resources.grpo.nodes > 1:
-        raise StageError(
-            "grpo: a reward model with serve runs on 127.0.0.1 of the first node, which the "
-            "other nodes' ranks cannot reach; with resources.grpo.nodes > 1 give its base_url"
-        )
-    log_dir = paths.server_log_dir("grpo", exp)
-    with contextlib.ExitStack() as stack:
-        update: dict[str, Any] = {
-            key: stack.enter_context(serving(getattr(grpo, key), log_dir, key))
-            for key in served_keys
-        }
-        if trust_rm is not None:
-            served = stack.enter_context(serving(trust_rm, log_dir, "trust.reward_model"))
-            update["trust"] = grpo.trust.model_copy(update={"reward_model": served})
-        yield _WithGRPO(cfg, grpo.model_copy(update=update))  # type: ignore[misc]
 
 
 def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
@@ -180,21 +138,32 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     for needed in (data_dir / "train.jsonl", start / "config.json"):
         if not needed.is_file():
             raise StageError(f"grpo: input {needed} is missing; run the earlier stages first")
+    split = grpo_servers.gpu_split(cfg)
+    if cfg.resources.grpo.gpus:  # before torch starts CUDA: the ranks' GPUs, not the servers'
+        os.environ["CUDA_VISIBLE_DEVICES"] = split.training_env
     check_backends(cfg.grpo)
     checkpoints = paths.grpo_checkpoints_dir(exp)
-    resume_from = resume_point(checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume)
-    topo = topology(cfg.resources.grpo, cfg.grpo.processes)
+    resume_from = resume_point(
+        checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume, cfg.grpo.deepspeed is not None
+    )
+    preemption.record_start(
+        checkpoints, ckpt.checkpoint_step(Path(resume_from)) if resume_from else 0
+    )
+    topo = topology(cfg.resources.grpo, cfg.grpo.processes, split.reserved)
     stop_at = stop_time(cfg.grpo.stop_margin_s)
     if stop_at is not None:
         os.environ[STOP_AT_ENV] = repr(stop_at)  # the ranks read it too
         log.info("grpo: stops to resume later %.0f s from now", stop_at - time.time())
-    with atomic_dir(paths.grpo_dir(exp)) as out, served_reward_models(exp, cfg) as run_cfg:
-        if topo.world_size == 1:
-            times = train(exp, run_cfg, out, resume_from)
-        else:
-            times = train_in_ranks(exp, run_cfg, topo, out, resume_from)
+    servers = grpo_servers.served(exp, cfg, start, split)
+    with atomic_dir(paths.grpo_dir(exp)) as out, servers as run_cfg:
+        # a stop signal (Slurm's before the limit, preemption) checkpoints and stops the ranks
+        with stop_on_signals(forward=True, grace_s=TERM_GRACE_S):
+            if topo.world_size == 1:
+                times = train(exp, run_cfg, out, resume_from)
+            else:
+                times = train_in_ranks(exp, run_cfg, topo, out, resume_from)
         if "stopped_at" in times:
-            _stopped(times["stopped_at"], cfg.grpo.max_steps, checkpoints)
+            _stopped(times, cfg.grpo, checkpoints)
     shutil.rmtree(checkpoints, ignore_errors=True)
     steps = times["step_time"]
     log.info(
@@ -207,15 +176,32 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     return times
 
 
-def _stopped(step: int, max_steps: int, checkpoints: Path) -> None:
-    """After a run that stopped before its time limit: requeue the Slurm job (it restarts this
-    rule, which resumes), and fail this run, leaving no output."""
-    requeued = requeue_job()
+def _stopped(times: dict[str, Any], cfg: GRPOConfig, checkpoints: Path) -> None:
+    """After a run that stopped before its time limit or on a stop signal: requeue the Slurm
+    job (it restarts this rule, which resumes) where that makes progress
+    (:func:`vlrl.preemption.requeue_refusal`; never with ``grpo.resume`` off, where the rerun
+    would start at step 0 and stop here again), and fail this run, leaving no output."""
+    what = f"grpo: stopped after step {times['stopped_at']} of {cfg.max_steps} " + times.get(
+        "stopped_by", "before the job's time limit"
+    )
+    if not cfg.resume:
+        raise StageError(
+            f"{what}; not requeued: grpo.resume is false, so a rerun would start again from "
+            "step 0 and stop at the same point. Set grpo.resume: true, or give the job the time "
+            "the whole run needs (resources.grpo.runtime)"
+        )
+    record = preemption.read_requeues(checkpoints)
+    newest = ckpt.newest_complete(checkpoints, deepspeed=cfg.deepspeed is not None, remove=False)
+    reached = ckpt.checkpoint_step(newest) if newest else None
+    refusal = preemption.requeue_refusal(record, reached, cfg.max_requeues)
+    if refusal:
+        raise StageError(f"{what}; not requeued: {refusal}")
+    requeued = preemption.requeue_job(checkpoints)  # Slurm then ends this job (SIGTERM)
     raise StageError(
-        f"grpo: stopped after step {step} of {max_steps} before the job's time limit, with a "
-        f"checkpoint in {checkpoints}; "
+        f"{what}, with a checkpoint in {checkpoints}; "
         + (
-            "the Slurm job is requeued and resumes from it"
+            f"the Slurm job is requeued (time {record['requeues'] + 1} of at most "
+            f"{cfg.max_requeues}) and resumes from it"
             if requeued
             else "rerun the stage to resume from it"
         )
@@ -230,8 +216,9 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
 
     Returns:
         The run times of the log history (see :func:`split_log_history`); only
-        ``{"stopped_at": step}`` when it stopped before its time limit (``$VLRL_STOP_AT``,
-        :mod:`vlrl.timelimit`), leaving a checkpoint instead of the policy.
+        ``{"stopped_at": step, "stopped_by": why}`` when it stopped before its time limit
+        (``$VLRL_STOP_AT``) or on a stop signal (:mod:`vlrl.timelimit`), leaving a checkpoint
+        instead of the policy.
     """
     from transformers import set_seed
 
@@ -258,11 +245,9 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
         start,
     )
     main = int(os.environ.get("RANK", "0")) == 0
-    callbacks = []
-    stopper = None
-    if os.environ.get(STOP_AT_ENV):
-        stopper = StopBeforeLimit(float(os.environ[STOP_AT_ENV]))
-        callbacks.append(stopper)
+    stop_at = os.environ.get(STOP_AT_ENV)
+    stopper = StopBeforeLimit(float(stop_at) if stop_at else None)
+    callbacks = [stopper]
     trainer = build_trainer(
         cfg.grpo,
         model=model,
@@ -281,8 +266,8 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
         sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
     )
     result = trainer.train(resume_from_checkpoint=resume_from)
-    if stopper is not None and stopper.stopped_at is not None:
-        return {"stopped_at": stopper.stopped_at}
+    if stopper.stopped_at is not None:
+        return {"stopped_at": stopper.stopped_at, "stopped_by": stopper.stopped_by}
     final = out / paths.GRPO_FINAL
     trainer.save_model(str(final))  # on the main process only
     history, times = split_log_history(trainer.state.log_history)
@@ -328,11 +313,13 @@ def train_in_ranks(
     cmd = torchrun_command(topo, target, rendezvous_for(topo))
     log.info("grpo: %d processes: %s", topo.world_size, shlex.join(cmd))
     returncode = run_group(cmd, os.environ, stdout=sys.stderr)
-    if returncode != 0:
+    times = json.loads(times_file.read_text()) if times_file.is_file() else None
+    # torchrun exits non-zero after a SIGTERM even when its ranks checkpointed and stopped
+    if returncode != 0 and not (times and "stopped_at" in times):
         raise StageError(f"grpo: the training processes exited with {returncode} (see above)")
-    if not times_file.is_file():
+    if times is None:
         raise StageError(f"grpo: the training processes finished without writing {times_file}")
-    return json.loads(times_file.read_text())
+    return times
 
 
 def rank_main(argv: list[str]) -> None:
@@ -347,10 +334,12 @@ def rank_main(argv: list[str]) -> None:
     exp, config_file, out, resume_from = argv
     rank = int(os.environ.get("RANK", "0"))
     logging.basicConfig(level=logging.INFO, format=f"[rank {rank}] %(message)s")
-    tree = assign(
-        load_experiment(exp).model_dump(mode="json"), json.loads(Path(config_file).read_text())
-    )
-    times = train(exp, ExperimentConfig.model_validate(tree), Path(out), resume_from or None)
+    with stop_on_signals():  # Slurm signals every rank; torchrun passes SIGTERM on
+        tree = assign(
+            load_experiment(exp).model_dump(mode="json"),
+            json.loads(Path(config_file).read_text()),
+        )
+        times = train(exp, ExperimentConfig.model_validate(tree), Path(out), resume_from or None)
     if rank == 0:
         Path(config_file).with_name(RANK_TIMES).write_text(json.dumps(times))
     _leave_process_group()

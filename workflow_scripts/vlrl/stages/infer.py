@@ -49,6 +49,8 @@ READS = (
     "infer",
     "sft.enabled",
     "grpo.enabled",
+    # the vllm backend's tensor parallelism (its numerics follow the split)
+    "resources.infer.gpus",
 )
 
 
@@ -104,7 +106,14 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
         jobs = [
             (
                 Shard(
-                    str(model_dir), gen_cfg, cfg.seed, cfg.cpu_threads, f"{checkpoint}/{bench}", i
+                    str(model_dir),
+                    gen_cfg,
+                    cfg.seed,
+                    cfg.cpu_threads,
+                    f"{checkpoint}/{bench}",
+                    i,
+                    gpus=cfg.resources.infer.gpus,
+                    max_images=max((len(p) for p in images), default=0),
                 ),
                 conversations,
                 images,
@@ -260,6 +269,10 @@ class Shard:
     cpu_threads: int | None
     desc: str
     position: int
+    gpus: int = 1
+    """The job's GPUs (``resources.infer.gpus``): the vllm backend's tensor parallelism."""
+    max_images: int | None = None
+    """The most images one item has: what the vllm backend admits per prompt."""
 
 
 def model_input_sizes(model_dir: Path, image_paths: list[list[str]]) -> list[list[int] | None]:
@@ -294,7 +307,9 @@ def generate_shard(
     if not starts:
         return
     pin_cpu_threads(shard.cpu_threads)
-    generator = make_generator(shard.cfg, shard.model_dir, shard.seed)
+    generator = make_generator(
+        shard.cfg, shard.model_dir, shard.seed, gpus=shard.gpus, max_images=shard.max_images
+    )
     size = shard.cfg.batch_size
     desc = f"infer {shard.desc}" + (f" [{shard.position}]" if shard.position else "")
     for start in tqdm(starts, desc=desc, unit="batch", position=shard.position):

@@ -12,6 +12,18 @@ not the temporary one LLaMA-Factory writes into), the sharegpt rows name images 
 data directory (``media_dir``), and LLaMA-Factory's run times (``train_runtime``,
 ``elapsed_time``, ...) and its files holding absolute paths (the model card ``README.md``, the
 pickled ``training_args.bin``) go to the stage's log instead (:func:`drop_run_records`).
+
+Unlike grpo (:mod:`vlrl.preemption`, :mod:`vlrl.checkpoints`), sft neither checkpoints on a
+signal nor resumes: a stopped or killed run (SIGTERM: the CLI stops LLaMA-Factory's process
+group, :mod:`vlrl.launch`) starts again from step 0 when rerun. LLaMA-Factory 0.9.5 gives no
+hook for it: it handles no signal but SIGABRT, and that only under its web UI
+(``LLAMABOARD_ENABLED``; llamafactory/train/callbacks.py, ``LogCallback``), where it stops
+without a checkpoint; it resumes only from a ``checkpoint-*`` in the same ``output_dir`` with
+``overwrite_output_dir`` off (llamafactory/hparams/parser.py), while this stage trains into a
+fresh temporary directory with ``save_strategy: no`` so that its output holds only what the
+inputs determine; and transformers' own ``enable_jit_checkpoint`` (SIGTERM only) lets each rank
+save on its own timer, with no agreement on the step. Cold-start SFT is short beside GRPO: give
+its job the time it needs (``resources.sft.runtime``).
 """
 
 from __future__ import annotations
@@ -51,6 +63,10 @@ READS = (
     "resources.sft.gpus",
     "resources.sft.nodes",
 )
+
+#: Keys read only to size the launch (each node's srun task: vlrl.distributed.srun_per_node),
+#: which cannot change the result: checked as read, kept out of the params.
+LAUNCH_READS = ("resources.sft.cpus", "resources.sft.mem_mb")
 
 DATASET_NAME = "vlrl_train"
 WORK = "vlrl_sft"

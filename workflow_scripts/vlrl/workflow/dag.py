@@ -84,6 +84,7 @@ def dag_jobs(
     targets: Sequence[str] = ("all",),
     config: Mapping[str, Any] | None = None,
     root: Path | None = None,
+    cores: int | None = 1,
 ) -> list[Job]:
     """Every job needed for ``targets`` (default: ``rule all``).
 
@@ -95,11 +96,12 @@ def dag_jobs(
         targets: rule names or files, as on the ``snakemake`` command line.
         config: overrides of the Snakemake config (``--config``), e.g. ``{"experiments": [...]}``.
         root: the project root (the Snakefile's directory); default: :func:`vlrl.paths.root`.
+        cores: ``--cores``; None as on a Slurm run, which sets none.
 
     Raises:
         ConfigError: when Snakemake cannot build the DAG (the message is Snakemake's).
     """
-    return [planned.job for planned in _jobs(targets, config, root, forceall=True)]
+    return [planned.job for planned in _jobs(targets, config, root, forceall=True, cores=cores)]
 
 
 def _jobs(
@@ -107,6 +109,7 @@ def _jobs(
     config: Mapping[str, Any] | None,
     root: Path | None,
     forceall: bool,
+    cores: int | None = 1,
 ) -> list[Planned]:
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import RerunTrigger
@@ -130,7 +133,7 @@ def _jobs(
             SnakemakeApi(OutputSettings(quiet={Quietness.ALL}, enable_file_logging=False)) as api,
         ):
             workflow_api = api.workflow(
-                resource_settings=ResourceSettings(cores=1, nodes=1),
+                resource_settings=ResourceSettings(cores=cores, nodes=1),
                 config_settings=ConfigSettings(config=dict(config or {})),
                 snakefile=snakefile,
                 workdir=root,
