@@ -121,7 +121,12 @@ def endpoint(endpoint_server):
 # The longest test file first: under `--dist loadfile` each file runs on one worker, so starting
 # it first lets the other files run beside it instead of after it. Not every long file first:
 # that pairs the multi-process pipeline tests with each other (docs/performance.md).
-LONGEST_FIRST = ("tests/pipeline/test_invalidation.py", "tests/algorithms/test_recipes.py")
+# The Slurm test waits mostly on the cluster's jobs (which CI's cluster runs on the same cores).
+LONGEST_FIRST = (
+    "tests/pipeline/test_slurm.py",
+    "tests/pipeline/test_invalidation.py",
+    "tests/algorithms/test_recipes.py",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
