@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_gpu_server import write_fake_server
 
 from vlrl.config import JudgeConfig, ServeConfig
 from vlrl.served_models import context_length, flag_name, is_vlm, model_config, vllm_defaults
@@ -24,23 +25,6 @@ VLM = {
     "text_config": {"max_position_embeddings": 128000},
 }
 TEXT = {"model_type": "qwen2", "max_position_embeddings": 32768}
-
-FAKE_VLLM = """#!{python}
-import json, os, sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
-argv = sys.argv[1:]
-port = int(argv[argv.index("--port") + 1])
-record = {{"argv": argv, "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "pgid": os.getpgrp()}}
-with open(os.environ["FAKE_RECORD"], "w") as fh:
-    json.dump(record, fh)
-class Health(BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
-    def log_message(self, *args):
-        pass
-HTTPServer(("127.0.0.1", port), Health).serve_forever()
-"""
 
 
 def _flags(cmd: list[str]) -> dict[str, str]:
@@ -122,8 +106,7 @@ def fake_vllm(tmp_path, monkeypatch) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = bin_dir / "vllm"
-    script.write_text(FAKE_VLLM.format(python=sys.executable))
-    script.chmod(0o755)
+    write_fake_server(script)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_RECORD", str(tmp_path / "record.json"))
     monkeypatch.setenv("VLRL_ROOT", str(tmp_path))

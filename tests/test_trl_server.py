@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from fake_gpu_server import write_fake_server
 
 from vlrl.config import GRPOConfig
 from vlrl.errors import ConfigError, StageError
@@ -23,26 +23,6 @@ from vlrl.trl_server import (
     trl_vllm_server,
 )
 
-FAKE_TRL = """#!{python}
-import json, os, sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
-argv = sys.argv[1:]
-if os.environ.get("FAKE_FAIL"):
-    print("fake trl: CUDA out of memory", flush=True)
-    sys.exit(3)
-port = int(argv[argv.index("--port") + 1])
-record = {{"argv": argv, "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "pgid": os.getpgrp(),
-          "offline": os.environ.get("HF_HUB_OFFLINE")}}
-with open(os.environ["FAKE_RECORD"], "w") as fh:
-    json.dump(record, fh)
-class Health(BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.end_headers()
-    def log_message(self, *args):
-        pass
-HTTPServer(("127.0.0.1", port), Health).serve_forever()
-"""
 VLM = {"vision_config": {}, "text_config": {"max_position_embeddings": 32768}}
 
 
@@ -53,8 +33,7 @@ def _grpo(**kw) -> GRPOConfig:
 @pytest.fixture
 def fake_trl(tmp_path, monkeypatch) -> str:
     script = tmp_path / "trl"
-    script.write_text(FAKE_TRL.format(python=sys.executable))
-    script.chmod(0o755)
+    write_fake_server(script)
     monkeypatch.setenv("FAKE_RECORD", str(tmp_path / "record.json"))
     monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
     monkeypatch.delenv(SERVER_ENV, raising=False)

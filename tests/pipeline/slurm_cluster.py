@@ -79,6 +79,18 @@ def sacct(job_ids: list[str]) -> dict[str, tuple[str, str]]:
     return {job: (state, comment) for job, state, comment in rows}
 
 
+def sacct_rows(fields: str, *options: str) -> list[list[str]]:
+    """sacct's job records (``-X``: the jobs, not their steps) with ``--format=fields``, one list
+    of values per row; ``options`` select them (``-S <start>``, ``-D`` for requeued runs too)."""
+    out = subprocess.run(
+        ["sacct", "-X", "-n", "--parsable2", *options, f"--format={fields}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line.split("|") for line in out.splitlines() if line.strip()]
+
+
 def wait_for_accounting(job_ids: list[str], timeout_s: float = 60) -> dict[str, tuple[str, str]]:
     """sacct's records of ``job_ids`` once every one is there (slurmdbd lags a little)."""
     deadline = time.monotonic() + timeout_s

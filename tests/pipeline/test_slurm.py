@@ -29,6 +29,7 @@ from slurm_cluster import (
     artifact_hashes,
     release_requeued,
     require_cluster,
+    sacct_rows,
     wait_for_accounting,
 )
 
@@ -113,17 +114,12 @@ def test_a_grpo_job_at_its_time_limit_is_requeued_and_resumes(
     released = release_requeued(proc)
     log = proc.stdout.read()
     assert proc.wait() == 0, log[-3000:]
-    rows = subprocess.run(
-        [
-            *("sacct", "-D", "-X", "-n", "--parsable2", "-S", started),
-            "--format=JobIDRaw,State,Comment,WorkDir",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    grpo = [row.split("|") for row in rows if f"|rule_grpo_wildcards_{EXP}|" in row]
-    grpo = [(job, state) for job, state, _, workdir in grpo if workdir == str(project.root)]
+    rows = sacct_rows("JobIDRaw,State,Comment,WorkDir", "-D", "-S", started)
+    grpo = [
+        (job, state)
+        for job, state, comment, workdir in rows
+        if comment == f"rule_grpo_wildcards_{EXP}" and workdir == str(project.root)
+    ]
     history = [state for _, state in grpo]
     assert {job for job, _ in grpo} <= set(released), (grpo, released)
     assert history == ["REQUEUED", "COMPLETED"], history
@@ -138,18 +134,10 @@ def test_the_cluster_recipe_ran_its_jobs_with_their_own_cpus_and_two_ranks(
     """vlm_r1_rec_slurm sets no cpu_threads and the Slurm profile no --cores: each job holds the
     CPUs its resources name (sacct's AllocCPUS), and GRPO trained in two ranks that met."""
     project, _ = slurm_run
-    rows = subprocess.run(
-        [
-            *("sacct", "-X", "-n", "--parsable2", "-S", "now-3hours"),
-            "--format=JobIDRaw,Comment,AllocCPUS,State,WorkDir",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
     cpus = {}
-    for row in rows:
-        _, comment, alloc, state, workdir = row.split("|")
+    for _, comment, alloc, state, workdir in sacct_rows(
+        "JobIDRaw,Comment,AllocCPUS,State,WorkDir", "-S", "now-3hours"
+    ):
         rule, _, wildcards = comment.removeprefix("rule_").partition("_wildcards_")
         if workdir == str(project.root) and wildcards.startswith(CLUSTER_EXP):
             cpus.setdefault(rule, set()).add((int(alloc), state))
