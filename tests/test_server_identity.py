@@ -123,13 +123,13 @@ def test_a_hub_model_is_named_by_its_cached_commit(hashes, monkeypatch):
 def test_file_hashes_are_remembered_by_size_and_mtime(hashes, monkeypatch):
     directory = _model(hashes, "m", b"x" * 1000)
     read: list[str] = []
-    real = served_models._sha256
+    real = served_models.sha256_file
 
     def counting(path: Path) -> str:
         read.append(path.name)
         return real(path)
 
-    monkeypatch.setattr(served_models, "_sha256", counting)
+    monkeypatch.setattr(served_models, "sha256_file", counting)
     first = served_models.directory_digest(directory)
     assert sorted(read) == ["config.json", "model.safetensors"]
     read.clear()

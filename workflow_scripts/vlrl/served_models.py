@@ -25,7 +25,8 @@ as documented at https://docs.vllm.ai/en/latest/cli/serve.html:
   https://docs.vllm.ai/en/v0.11.0/api/vllm/config/multimodal.html) with N =
   ``serve.images_per_prompt``, for a vision-language model (its config has ``vision_config``).
 
-This module imports only paths, :mod:`vlrl.server_gpus` and the config types.
+This module imports only paths, :mod:`vlrl.hub` (a file's hash), :mod:`vlrl.server_gpus` and
+the config types.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vlrl import paths
+from vlrl.hub import sha256_file
 from vlrl.server_gpus import DEFAULT_GPU_MEMORY
 
 if TYPE_CHECKING:
@@ -55,7 +57,6 @@ REPLY_NEUTRAL = frozenset(
 )
 """Server flags (with a value) that never change a reply: left out of the fingerprint."""
 _SHA = re.compile(r"[0-9a-f]{40}")
-_CHUNK = 1 << 20
 
 
 # ------------------------------------------------------------------------------- flags
@@ -213,14 +214,6 @@ def _files(directory: Path) -> list[Path]:
     )
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def directory_digest(directory: Path) -> str:
     """sha256 over the directory's files (relative name and sha256 of the bytes, see the module
     docstring); each file's hash is reused while its size and mtime_ns stay the same."""
@@ -240,7 +233,7 @@ def directory_digest(directory: Path) -> str:
         if isinstance(seen, list) and seen[:2] == [stat.st_size, stat.st_mtime_ns]:
             sha = seen[2]
         else:
-            sha = _sha256(path)
+            sha = sha256_file(path)
         fresh[rel] = [stat.st_size, stat.st_mtime_ns, sha]
         entries.append([rel, sha])
     if fresh != memo:
