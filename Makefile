@@ -75,7 +75,7 @@ test: setup
 
 ## reproduce: the whole default from scratch in a fresh git + DVC copy: the committed dvc.lock
 ## and metrics byte for byte, SFT above base and SFT+GRPO above SFT beyond their intervals,
-## dvc exp / plots (about 10 min; both cores)
+## dvc exp / plots (about 6 min; both cores)
 reproduce: setup
 	pytest -m reproduction --timeout 3600 -v tests/pipeline/test_tiny_shapes.py
 

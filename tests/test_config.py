@@ -131,7 +131,15 @@ MALFORMED = [
     ("set", "resources.grpo.memory=1", TINY, "resources.grpo.memory", "Extra inputs"),
     # names that refer to nothing
     ("set", "grpo.tasks=[cuont, arithmetic]", TINY, "grpo.tasks", "'cuont' is not a shapes task"),
-    ("set", "data.shapes.tasks=[count]", TINY, "grpo.tasks", "'arithmetic' is not in data.shapes"),
+    ("set", "grpo.tasks=[count, color]", TINY, "grpo.tasks", "'color' is not in data.shapes"),
+    ("set", "data.shapes.teacher.misses=[pink]", TINY, "data.shapes.teacher.misses.0", "'pink'"),
+    (
+        "set",
+        "data.shapes.teacher.miss_rate=1.5",
+        TINY,
+        "data.shapes.teacher.miss_rate",
+        "than or equal",
+    ),
     ("set", "grpo.tasks=[]", TINY, "grpo.tasks", "at least 1 item"),
     ("set", "grpo.rewards={}", TINY, "grpo.rewards", "at least 1 item"),
     ("experiment", "prompt: no_such_format\n", BAD, "prompt", "'no_such_format' is not one of"),

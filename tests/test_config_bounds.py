@@ -50,6 +50,8 @@ BOUNDS: list[tuple[str, str, str, int | float]] = [
     ("ShapesConfig", "n_train", "ge", 1),
     ("ShapesConfig", "n_val", "ge", 1),
     ("ShapesConfig", "n_test", "ge", 1),
+    ("ShapesTeacher", "miss_rate", "ge", 0.0),
+    ("ShapesTeacher", "miss_rate", "le", 1.0),
     ("DataSource", "max_samples", "ge", 1),
     ("TinyModelConfig", "hidden_size", "gt", 0),
     ("TinyModelConfig", "intermediate_size", "gt", 0),

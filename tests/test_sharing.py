@@ -37,7 +37,7 @@ def _owned(homes: dict[str, str], exp: str) -> set[str]:
 
 
 def test_a_grpo_change_shares_everything_before_grpo(project: Path) -> None:
-    child = _child(project, "child", {"grpo": {"learning_rate": 3.0e-4}})
+    child = _child(project, "child", {"grpo": {"learning_rate": 1.0e-4}})
     homes = _homes(child)
     assert _owned(homes, child) == {"grpo", "merge", "infer/grpo", "score/grpo"}
     assert set(homes.values()) == {child, PARENT}
@@ -89,7 +89,7 @@ def test_an_evaluation_the_parent_does_not_make_is_the_childs(project: Path) -> 
 
 
 def test_the_owner_is_the_oldest_ancestor_that_computes_the_same(project: Path) -> None:
-    child = _child(project, "child", {"grpo": {"learning_rate": 3.0e-4}})
+    child = _child(project, "child", {"grpo": {"learning_rate": 1.0e-4}})
     grandchild = _child(project, "grandchild", {"grpo": {"beta": 0.1}}, parent=child)
     assert sharing.home(grandchild, "sft") == PARENT
     assert sharing.home(grandchild, "grpo") == grandchild
@@ -99,7 +99,7 @@ def test_the_owner_is_the_oldest_ancestor_that_computes_the_same(project: Path) 
 
 
 def test_overrides_of_the_command_line_count(project: Path) -> None:
-    child = _child(project, "child", {"grpo": {"learning_rate": 3.0e-4}})
+    child = _child(project, "child", {"grpo": {"learning_rate": 1.0e-4}})
     try:
         sharing.use_overrides(child, ["sft.num_train_epochs=3"])
         assert sharing.home(child, "sft") == child
@@ -110,7 +110,7 @@ def test_overrides_of_the_command_line_count(project: Path) -> None:
 
 
 def test_a_parent_that_does_not_load_shares_nothing(project: Path) -> None:
-    child = _child(project, "child", {"grpo": {"learning_rate": 3.0e-4}})
+    child = _child(project, "child", {"grpo": {"learning_rate": 1.0e-4}})
     experiment = project / "config" / "experiments" / f"{PARENT}.yaml"
     experiment.write_text(experiment.read_text() + "\nnot_a_key: 1\n")
     assert sharing.resolved(child) is None
@@ -119,12 +119,12 @@ def test_a_parent_that_does_not_load_shares_nothing(project: Path) -> None:
 
 def test_a_params_file_names_what_it_reads_from_an_ancestor(project: Path) -> None:
     """Moving an input to another owner must rewrite the params file (both tools rerun on it)."""
-    child = _child(project, "child", {"grpo": {"learning_rate": 3.0e-4}})
+    child = _child(project, "child", {"grpo": {"learning_rate": 1.0e-4}})
     text = resolve.render("grpo", child)
     assert "# Shared with ancestors (same values, vlrl.sharing): data of tiny_shapes, " in text
     assert "sft of tiny_shapes" in text
     assert "Shared" not in resolve.render("grpo", PARENT)
-    _child(project, "child", {"grpo": {"learning_rate": 3.0e-4}, "sft": {"learning_rate": 1e-3}})
+    _child(project, "child", {"grpo": {"learning_rate": 1.0e-4}, "sft": {"learning_rate": 1e-3}})
     assert "sft of" not in resolve.render("grpo", child)
     # the params of the parent's own stages are written when only the child is listed
     assert resolve.with_owners([child]) == [child, PARENT]

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from vlrl.answers import parse_box
-from vlrl.config import ShapesConfig
+from vlrl.config import ShapesConfig, ShapesTeacher
 from vlrl.data import shapes
 from vlrl.data.shapes import COLORS, KINDS, Scene, Shape
 from vlrl.errors import ConfigError
@@ -354,3 +354,102 @@ def test_text_corpus_is_fast_draws_nothing_and_is_deterministic(monkeypatch):
     vocab = _words(corpus)
     assert set(COLORS) | set(KINDS) | set("ABCD") <= vocab
     assert {str(i) for i in range(113)} <= vocab, "numbers 0-112 (box coordinates)"
+
+
+# ---------------------------------------------------------------------------------- teacher
+def _taught(tmp_path: Path, teacher: ShapesTeacher, n: int = 150, **cfg):
+    stats = shapes.SplitStats()
+    out = tmp_path / "taught"
+    records = shapes.generate_split(
+        ShapesConfig(**cfg), "train", n, 0, out, stats=stats, teacher=teacher
+    )
+    return records, stats.taught, out
+
+
+def test_a_teacher_changes_none_of_the_true_records_or_images(tmp_path):
+    plain, out = _gen(tmp_path, "plain", n=60)
+    records, _, taught_out = _taught(tmp_path, ShapesTeacher(misses=["yellow"]), n=60)
+    assert [r.model_dump() for r in records] == [r.model_dump() for r in plain]
+    for record in records:
+        image = record.images[0]
+        assert (taught_out / image).read_bytes() == (out / image).read_bytes()
+
+
+def test_the_teacher_answers_the_same_questions_from_what_it_saw(tmp_path):
+    """Each demonstration asks its record's question about its image; its caption is the
+    teacher's view (the true shapes less some of the missed colours, in order) and its answer is
+    right for that view; it is wrong exactly where a missed shape matters."""
+    teacher = ShapesTeacher(misses=["yellow", "orange"], miss_rate=0.75)
+    records, taught, out = _taught(tmp_path, teacher, n=250)
+    truth = {r.id: r for r in records}
+    # It abstains only from colour and grounding questions about a shape it missed.
+    assert 0.75 * len(records) < len(taught) < len(records)
+    abstained = {r.id for r in records} - {r.id for r in taught}
+    assert {truth[rid].task for rid in abstained} == {"color", "grounding"}
+    wrong = 0
+    for demo in taught:
+        record = truth[demo.id]
+        assert (demo.problem, demo.images, demo.task) == (
+            record.problem,
+            record.images,
+            record.task,
+        )
+        _check_answer(demo, out)
+        seen, true_items = _items(demo), _items(record)
+        missed = list(true_items)
+        for item in seen:
+            missed.remove(item)
+        assert [c for c, _ in missed if c not in teacher.misses] == []
+        remaining = iter(true_items)
+        assert all(item in remaining for item in seen), "the view keeps the left-to-right order"
+        wrong += demo.answer != record.answer
+        if not missed:
+            assert demo.answer == record.answer and demo.reasoning == record.reasoning
+    assert 0.1 * len(taught) < wrong < 0.6 * len(taught)
+
+
+@pytest.mark.parametrize(
+    ("rate", "low", "high", "reason"),
+    [
+        (0.0, 0.0, 0.0, "misses nothing"),
+        (0.5, 0.35, 0.65, "misses about half of the colour's shapes"),
+        (1.0, 1.0, 1.0, "misses every shape of the colour"),
+    ],
+)
+def test_the_miss_rate_is_the_fraction_of_shapes_missed(tmp_path, rate, low, high, reason):
+    records, taught, _ = _taught(
+        tmp_path, ShapesTeacher(misses=["yellow"], miss_rate=rate), n=300, tasks=["caption"]
+    )
+    shown = sum(c == "yellow" for r in records for c, _ in _items(r))
+    kept = sum(c == "yellow" for r in taught for c, _ in _items(r))
+    assert shown > 100, reason
+    assert low <= 1 - kept / shown <= high, reason
+
+
+def test_the_teacher_gives_no_demonstration_about_a_shape_it_missed():
+    scene = Scene(
+        112,
+        (255, 255, 255),
+        (Shape("circle", "yellow", (5, 5, 25, 25)), Shape("square", "blue", (60, 60, 90, 90))),
+    )
+    seen = shapes.teacher_view(scene, ShapesTeacher(misses=["yellow"]), np.random.default_rng(0))
+    asked_about = Counter()
+    for seed in range(20):
+        for task in ("color", "grounding"):
+            truth = shapes.ask(task, scene, np.random.default_rng(seed))
+            demo = shapes.ask(task, scene, np.random.default_rng(seed), seen=seen)
+            missed = "circle" in truth.problem
+            asked_about[task, missed] += 1
+            if missed:
+                assert demo is None
+            else:
+                assert (demo.problem, demo.answer) == (truth.problem, truth.answer)
+                assert demo.reasoning == truth.reasoning.replace("a yellow circle and ", "")
+    assert len(asked_about) == 4, "both shapes were asked about in both tasks"
+    total = shapes.ask("count", scene, np.random.default_rng(0), variant="total", seen=seen)
+    assert (total.answer, total.reasoning) == ("1", "I see a blue square. There is 1 shape.")
+    nothing = shapes.teacher_view(
+        scene, ShapesTeacher(misses=["yellow", "blue"]), np.random.default_rng(0)
+    )
+    total = shapes.ask("count", scene, np.random.default_rng(0), variant="total", seen=nothing)
+    assert (total.answer, total.reasoning) == ("0", "I see no shapes. There are 0 shapes.")

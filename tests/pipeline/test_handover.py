@@ -114,7 +114,7 @@ def test_adding_an_experiment(project: Project) -> None:
     hand-over writes its stages into dvc.yaml where `vlrl dvc-yaml` was forgotten)."""
     (project.root / CHILD_FILE).write_text(
         "description: the default with another GRPO learning rate (test_handover.py)\n"
-        f"extends: {EXP}\ngrpo:\n  learning_rate: 3.0e-4\nreport:\n  title: a child\n"
+        f"extends: {EXP}\ngrpo:\n  learning_rate: 1.0e-4\nreport:\n  title: a child\n"
     )
     params = yaml.safe_load((project.root / "params.yaml").read_text())
     project.set_values("params.yaml", {"experiments": [*params["experiments"], CHILD]}, False)

@@ -124,7 +124,7 @@ CONFIG_EDITS = [
     (EXP_FILE, _set("data.shapes.n_test", 10), {f"data--{EXP}"}),
     (MODEL_FILE, _set("tiny.vocab_size", 640), {f"base_model--{MODEL}"}),
     (EXP_FILE, _set("sft.learning_rate", 1e-3), {f"sft--{EXP}"}),
-    (EXP_FILE, _set("grpo.learning_rate", 3e-4), {f"grpo--{EXP}"}),
+    (EXP_FILE, _set("grpo.learning_rate", 1e-4), {f"grpo--{EXP}"}),
     (EXP_FILE, _set("infer.max_new_tokens", 6), set(INFER)),
     (EXP_FILE, _set("score.confidence", 0.9), {*SCORE, *REPORT}),
     (EXP_FILE, _set("description", "another"), set(REPORT)),

@@ -69,7 +69,7 @@ def test_both_tools_plan_only_the_child_and_it_reports_whole(family: Project) ->
     )
     assert summary["start_model"] == f"results/{PARENT}/sft"
     rates = {h["learning_rate"] for h in summary["log_history"] if "learning_rate" in h}
-    assert rates == {3.0e-4}, rates
+    assert rates == {1.0e-4}, rates
 
     assert "Nothing to be done" in family.snakemake("-n")
     assert "Data and pipelines are up to date" in family("dvc", "status")

@@ -1,7 +1,7 @@
 """The report's index.html in a real browser: Chromium, driven by Playwright, opens a page the
 report stage wrote (base, SFT and SFT+GRPO on synthetic predictions scored by the real score
-stage, with a sample gallery and GRPO curves): it renders (title, tables, sections), every image
-loads, nothing is fetched from outside the page, and the console stays clean.
+stage, with a sample gallery, the GRPO reward and curves): it renders (title, tables, sections),
+every image loads, nothing is fetched from outside the page, and the console stays clean.
 
 The browser is the system's (Debian's ``chromium``, which ``.ci/browser-up`` installs; CI runs it
 before ``make test``): Playwright downloads none. Where none is found the tests skip and say why
@@ -132,8 +132,9 @@ def test_the_report_renders_with_every_image_and_a_clean_console(index_html: Pat
     assert {"curves", "gallery"} <= set(shown["headings"]), shown["headings"]
     assert shown["tables"] >= 3, "summary, per-benchmark results, comparisons"
     alts = [i["alt"] for i in shown["images"]]
-    assert alts[0] == "accuracy per task and checkpoint" and alts[-1] == "GRPO training curves"
-    assert sum(a.startswith("image of item") for a in alts) == GALLERY == len(alts) - 2, alts
+    assert alts[:2] == ["GRPO training reward", "accuracy per task and checkpoint"], alts
+    assert alts[-1] == "GRPO training curves"
+    assert sum(a.startswith("image of item") for a in alts) == GALLERY == len(alts) - 3, alts
     assert all(i["loaded"] and i["scheme"] == "data" for i in shown["images"]), shown["images"]
     assert shown["console_errors"] == [] and shown["page_errors"] == []
     assert shown["outside"] == [], "the page is self-contained"

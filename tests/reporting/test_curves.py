@@ -10,7 +10,14 @@ import pytest
 from PIL import Image
 
 from vlrl.errors import StageError
-from vlrl.reporting.curves import plot_curves, read_curves, smoothed, step_axis
+from vlrl.reporting.curves import (
+    REWARD,
+    plot_curves,
+    plot_reward,
+    read_curves,
+    smoothed,
+    step_axis,
+)
 
 VARYING = [
     "loss",
@@ -136,3 +143,18 @@ def test_no_folder_means_no_curves_and_a_bad_file_is_named(tmp_path: Path):
     (tmp_path / "kl.tsv").write_text("")
     with pytest.raises(StageError, match=r"kl\.tsv is not a dvclive TSV"):
         read_curves(tmp_path)
+
+
+def test_the_reward_has_a_figure_of_its_own_the_same_each_time(tmp_path: Path):
+    reward = read_curves(dvclive_run(tmp_path))[REWARD]
+    png = plot_reward(reward)
+    (tmp_path / "r.png").write_bytes(png)
+    with Image.open(tmp_path / "r.png") as image:
+        assert image.format == "PNG" and image.size == (640, 320), "one panel at 100 dpi"
+        assert set(image.info) <= {"Software", "dpi"}, "no time, no path in the metadata"
+    assert plot_reward(read_curves(dvclive_run(tmp_path / "again"))[REWARD]) == png
+    with mpl.rc_context({"lines.linewidth": 5, "font.size": 20}):
+        assert plot_reward(reward) == png, "a caller's settings change nothing"
+    other = reward.assign(value=reward["value"][::-1].to_numpy())
+    assert plot_reward(other) != png, "the bytes are the data's"
+    assert plot_curves({REWARD: reward}) != png, "not the panel of the full set"

@@ -45,10 +45,18 @@ def test_stage_writes_splits_images_and_report(project):
         assert len(records) == n
         assert all(r.images[0].startswith(f"images/{split}/") for r in records)
         assert len(list((out / "images" / split).glob("*.png"))) == n
+    # The default's SFT learns from its imperfect teacher: the same questions about the same
+    # images, answered from what the teacher saw.
+    train = {r.id: r for r in stage.load_records(out / "train.jsonl")}
+    taught = stage.load_records(out / "sft_train.jsonl")
+    assert [r.id for r in taught] == list(train)
+    assert all(r.problem == train[r.id].problem for r in taught)
+    assert any(r.answer != train[r.id].answer for r in taught)
     report = json.loads((out / "report.json").read_text())
-    assert list(report["splits"]) == ["train", "val", "test"]
-    assert report["splits"]["train"]["tasks"] == dict.fromkeys(sorted(shapes.TASKS), 8)
-    assert all(s["records"] == sizes[name] for name, s in report["splits"].items())
+    assert list(report["splits"]) == ["train", "sft_train", "val", "test"]
+    assert report["splits"]["train"]["tasks"] == {"arithmetic": 20, "count": 20}
+    assert report["splits"]["sft_train"]["records"] == 40
+    assert all(s["records"] == sizes.get(name, 40) for name, s in report["splits"].items())
     assert all("invalid" not in s["rejected"] for s in report["splits"].values())
     markdown = (out / "report.md").read_text()
     assert "| train | 40 |" in markdown and "## Rejected rows" in markdown

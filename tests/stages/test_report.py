@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from base64 import b64encode
 from pathlib import Path
 
 import numpy as np
@@ -198,15 +199,38 @@ def test_report_numbers_equal_recomputation_from_items(project):
         assert f"| [{100 * low:+.1f}, {100 * high:+.1f}] |" in line, line
 
     md = (out / "results.md").read_text()
+    html = (out / "index.html").read_text()
+    top = md.split("## Summary")[0]
+    assert top.startswith(f"# {EXP}\n\n{cfg.description}\n\n**RL "), "the story comes first"
+    for bench in benches:
+        cells = {  # comparisons.md's rows of the bench, by comparison: its cells
+            line.split(" | ")[1]: line.split(" | ")
+            for line in comparisons_md.splitlines()
+            if line.startswith(f"| {bench} | ")
+        }
+        _, _, n, _, accuracies, diff, ci, p, *_ = cells["SFT+GRPO − SFT"]
+        _, _, _, _, _, sft_diff, sft_ci, *_ = cells["SFT − base"]
+        acc_a, acc_b = accuracies.split(" vs ")
+        rl = (
+            f" on {bench} (SFT+GRPO {acc_a}% vs SFT {acc_b}%, paired 95% interval {ci}, McNemar "
+            f"p {'' if p.startswith('<') else '= '}{p}, n = {n});"
+        )
+        [line] = [x for x in top.splitlines() if rl in x]
+        row = comparisons.set_index(["benchmark", "comparison"]).loc[(bench, "SFT+GRPO − SFT")]
+        assert row["ci_low"] > 0, "the draw: GRPO (0.7) beats SFT (0.55) beyond doubt"
+        assert line.startswith(f"**RL added {diff} points**{rl}")
+        assert f" SFT added {sft_diff} points over base {sft_ci}." in line
+        assert f"<b>RL added {diff} points</b>{rl.replace('<', '&lt;')}" in html
+    assert top.count("**RL added") == 2, "one line per benchmark"
     base = [i["correct"] for i in items_of("base", "shapes_test")]
     b_low, b_high = scipy_wilson(sum(base), len(base), level)
     shown = f"{100 * np.mean(base):.1f} [{100 * b_low:.1f}, {100 * b_high:.1f}]"
     assert shown in md and "## other" in md and "| SFT+GRPO |" in md
     assert "| model | accuracy (headline) | n | unscored |" in md, "the headline leads"
     assert "base on shapes_test, protocol `vlrl`: rules only" in md
-    html = (out / "index.html").read_text()
     assert "data:image/png;base64," in html and shown in html and "SFT+GRPO − base" in html
     assert 'id="gallery"' not in html and 'id="curves"' not in html  # n=0; curves: none logged
+    assert "reward_curve.png" not in md and 'alt="GRPO training reward"' not in html
     with Image.open(out / "accuracy.png") as png:
         assert png.format == "PNG" and png.width >= 600 and png.height >= 600  # two panels
 
@@ -294,6 +318,9 @@ def test_sft_disabled_means_grpo_label_and_no_sft_file_needed(project):
     assert list(results.model) == ["base", "GRPO"]
     comparisons = pd.read_csv(paths.report_dir(EXP) / "comparisons.csv")
     assert list(comparisons.comparison) == ["GRPO − base"]
+    md = (paths.report_dir(EXP) / "results.md").read_text()
+    [lead] = [x for x in md.split("## Summary")[0].splitlines() if x.startswith("**")]
+    assert lead.startswith("**RL ") and " on shapes_test (GRPO " in lead and "SFT" not in lead
     assert set(json.loads(paths.metrics_file(EXP).read_text())["shapes_test"]) == {"base", "grpo"}
 
 
@@ -328,6 +355,8 @@ def test_a_single_checkpoint_has_no_comparisons(project):
     assert list(pd.read_csv(out / "results.csv").model) == ["base"]
     assert "No comparisons" in (out / "comparisons.md").read_text()
     assert "No comparisons" in (out / "index.html").read_text()
+    assert "**" not in (out / "results.md").read_text(), "nothing compared: no lead line"
+    assert 'class="lead"' not in (out / "index.html").read_text()
     assert json.loads(paths.metrics_file(EXP).read_text())["shapes_test"].keys() == {"base"}
 
 
@@ -412,14 +441,42 @@ def test_curves_of_grpo_are_drawn_and_omitted_without_grpo(project):
     cfg = scored(["report.gallery.n=0"])
     run_report(cfg)
     out = paths.report_dir(EXP)
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*OUTPUTS, "grpo_curves.png", "reward_curve.png"]
+    )
     html = (out / "index.html").read_text()
     assert 'id="curves"' in html and "reward, rewards/common.format/mean, kl" in html
     with Image.open(out / "grpo_curves.png") as png:
         assert png.format == "PNG"
+    reward = (out / "reward_curve.png").read_bytes()
+    with Image.open(out / "reward_curve.png") as png:
+        assert png.format == "PNG" and png.size == (640, 320)
+    # Right below the lead line, above the tables; in the page, the same bytes.
+    top = (out / "results.md").read_text().split("## Summary")[0]
+    assert top.index("**RL ") < top.index("![GRPO training reward](reward_curve.png)")
+    embedded = (
+        f'alt="GRPO training reward" src="data:image/png;base64,{b64encode(reward).decode()}"'
+    )
+    assert embedded in html
+    assert (
+        html.index('class="lead"')
+        < html.index('alt="GRPO training reward"')
+        < html.index('id="summary"')
+    )
+    run_report(cfg)
+    assert (out / "reward_curve.png").read_bytes() == reward, "byte for byte, render after render"
+    (folder / "reward.tsv").unlink()  # curves, but not the reward: no figure of it
+    run_report(cfg)
+    assert (out / "grpo_curves.png").exists() and not (out / "reward_curve.png").exists()
     cfg = scored(["report.gallery.n=0", "infer.checkpoints=[base, sft]"])
     run_report(cfg)
-    assert 'id="curves"' not in (out / "index.html").read_text()
-    assert not (out / "grpo_curves.png").exists()
+    html = (out / "index.html").read_text()
+    assert 'id="curves"' not in html and 'alt="GRPO training reward"' not in html
+    assert not (out / "grpo_curves.png").exists() and not (out / "reward_curve.png").exists()
+    md = (out / "results.md").read_text()
+    [lead] = [x for x in md.split("## Summary")[0].splitlines() if x.startswith("**")]
+    assert lead.startswith("**SFT ") and " on shapes_test (SFT " in lead and "RL" not in lead
+    assert "reward_curve.png" not in md
 
 
 def test_provenance_has_no_paths_times_or_commit_and_reads_only_declared_keys(project):

@@ -99,7 +99,7 @@ def test_exp_show_after_a_grpo_rerun_shows_the_accuracies_and_the_changed_param(
     checkpoint's accuracy and `grpo.learning_rate`; not the five dependency hashes nor the
     grpo checkpoint's other metrics, which changed too (both showed before)."""
     project = clone(tmp_path / "clone")
-    as_after_a_grpo_rerun(project, 3e-4)
+    as_after_a_grpo_rerun(project, 1e-4)
     command = readme_command("dvc exp show")
     rows = list(csv.reader(io.StringIO(project(*command, "--csv"))))
     header, shown = rows[0], [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
@@ -108,7 +108,7 @@ def test_exp_show_after_a_grpo_rerun_shows_the_accuracies_and_the_changed_param(
         f"`{shlex.join(command)}` showed {header}"
     )
     workspace, committed = shown  # the rerun, then HEAD (git's default branch)
-    assert workspace["rev"] == "workspace" and float(workspace["grpo.learning_rate"]) == 3e-4
+    assert workspace["rev"] == "workspace" and float(workspace["grpo.learning_rate"]) == 1e-4
     for column in (c for c in headline if ".grpo." in c):
         assert float(workspace[column]) == pytest.approx(float(committed[column]) / 2), column
 

@@ -102,13 +102,13 @@ def test_the_preview_lists_what_both_tools_run_and_why(built: Project) -> None:
     """A config value of grpo and the code of score edited at once (one preview for both)."""
     module = "workflow_scripts/vlrl/stages/score.py"
     scores = {f"score--{EXP}--{c}--{BENCH}" for c in ("base", "sft")}
-    with edited(built, EXP_FILE, _set_learning_rate(3e-4)), edited(built, module, add_comment):
+    with edited(built, EXP_FILE, _set_learning_rate(1e-4)), edited(built, module, add_comment):
         # `snakemake -n` rewrites grpo's params file: the value it held is gone from the disk
         smk, _ = snakemake_plan(built)
         shown = previewed(built)
         dvc, _ = dvc_plan(built)  # runs DVC's resolve stage: dvc.lock records the new values
         assert set(shown) == smk == dvc == GRPO_AND_AFTER | scores
-        assert shown[f"grpo--{EXP}"] == ["config grpo.learning_rate: 0.0001 → 0.0003"]
+        assert shown[f"grpo--{EXP}"] == ["config grpo.learning_rate: 0.0003 → 0.0001"]
         assert f"input results/{EXP}/grpo: rebuilt by grpo--{EXP}" in shown[f"merge--{EXP}"]
         for score in scores:
             assert shown[score] == [f"code {module} changed"]
@@ -116,7 +116,7 @@ def test_the_preview_lists_what_both_tools_run_and_why(built: Project) -> None:
         exp_file = built.root / EXP_FILE
         exp_file.write_text(_set_learning_rate(1e-3)(exp_file.read_text()))
         shown = previewed(built)
-        assert shown[f"grpo--{EXP}"] == ["config grpo.learning_rate: 0.0001 → 0.001"]
+        assert shown[f"grpo--{EXP}"] == ["config grpo.learning_rate: 0.0003 → 0.001"]
 
 
 def test_the_baseline_is_the_text_whose_hash_dvc_lock_recorded() -> None:

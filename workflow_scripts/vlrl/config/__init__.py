@@ -27,6 +27,7 @@ from vlrl.config.data import (
     DataSource,
     ModelConfig,
     ShapesConfig,
+    ShapesTeacher,
     TinyModelConfig,
 )
 from vlrl.config.endpoints import EndpointConfig, ServeConfig
@@ -89,6 +90,7 @@ __all__ = [
     "SelfRewardSettings",
     "ServeConfig",
     "ShapesConfig",
+    "ShapesTeacher",
     "StageResources",
     "ThinkingRewardConfig",
     "TinyModelConfig",

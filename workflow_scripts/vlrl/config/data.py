@@ -14,6 +14,24 @@ SHAPES_TASKS: tuple[str, ...] = get_args(ShapesTask)
 """The questions the shapes world asks (:mod:`vlrl.data.shapes` generates them)."""
 
 
+ShapesColor = Literal["red", "green", "blue", "yellow", "purple", "orange"]
+
+
+class ShapesTeacher(Section):
+    """An imperfect teacher whose demonstrations SFT learns from (``sft_train.jsonl``).
+
+    Its detector misses each shape of the ``misses`` colours with probability ``miss_rate``; it
+    describes, counts and answers the scene it saw. GRPO's reward and every held-out split keep
+    the true answers: the cold start imitates the teacher, RL can exceed it."""
+
+    misses: list[ShapesColor] = Field(
+        default_factory=list, description="Colours the teacher's detector can miss (empty: none)."
+    )
+    miss_rate: float = Field(
+        1.0, ge=0.0, le=1.0, description="Probability that it misses each shape of those colours."
+    )
+
+
 class ShapesConfig(Section):
     """The synthetic shapes world (the embedded default's data)."""
 
@@ -24,6 +42,11 @@ class ShapesConfig(Section):
     n_train: int = Field(2000, ge=1, description="Training records (all tasks).")
     n_val: int = Field(100, ge=1)
     n_test: int = Field(400, ge=1)
+    teacher: ShapesTeacher | None = Field(
+        None,
+        description="SFT learns from this imperfect teacher's answers (sft_train.jsonl) instead "
+        "of the true ones; None: SFT trains on the true train split.",
+    )
 
 
 class DataSource(Section):

@@ -12,13 +12,17 @@ Each record asks one question about one scene; the tasks are
 - ``arithmetic``: small sums and differences of counts; a number.
 
 Every record carries a short ``reasoning`` (the SFT thinking target) and, as ``caption``, the
-scene's left-to-right description. Boxes are tight around the drawn pixels, xyxy with exclusive
-right/bottom edges, in absolute pixels.
+scene's left-to-right description. With a ``teacher`` (:class:`~vlrl.config.ShapesTeacher`), the
+train split also gets that imperfect teacher's demonstrations of the same questions: its
+detector misses shapes of some colours (:func:`teacher_view`), and it describes, counts and
+answers what it saw (``sft_train.jsonl``: what SFT imitates; GRPO's reward keeps the truth).
+Boxes are tight around the drawn pixels, xyxy with exclusive right/bottom edges, in absolute
+pixels.
 
 Only ``numpy.random.default_rng`` is used, seeded per split from ``(seed, split)``: the same seed
 gives byte-identical images and identical records.
 
->>> from vlrl.config import ShapesConfig
+>>> from vlrl.config import ShapesConfig, ShapesTeacher
 >>> scene = sample_layout(ShapesConfig(), np.random.default_rng(0))
 >>> 1 <= len(scene.shapes) <= 4
 True
@@ -28,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 import zlib
@@ -41,7 +46,7 @@ from PIL import Image, ImageDraw
 from tqdm import tqdm
 
 from vlrl.answers import dumps_box
-from vlrl.config import ShapesConfig
+from vlrl.config import ShapesConfig, ShapesTeacher
 from vlrl.errors import ConfigError
 from vlrl.records import ProblemType, Record
 
@@ -296,9 +301,20 @@ def feasible(task: str, scene: Scene) -> bool:
     return bool(scene.shapes)
 
 
-def ask(task: str, scene: Scene, rng: np.random.Generator, variant: str | None = None) -> Question:
+def ask(
+    task: str,
+    scene: Scene,
+    rng: np.random.Generator,
+    variant: str | None = None,
+    seen: Scene | None = None,
+) -> Question | None:
     """Ask ``task`` about ``scene`` (which must be :func:`feasible`); ``variant`` picks a template
     from :data:`VARIANTS` (drawn from ``rng`` when None).
+
+    ``seen``: what an imperfect teacher saw of ``scene`` (:func:`teacher_view`). The question is
+    chosen from the true scene, as without it (the same ``rng`` draws); the answer and reasoning
+    are the teacher's, from what it saw. None when the teacher cannot answer (the shape asked
+    about was missed: a colour or grounding question); it then gives no demonstration.
 
     >>> scene = Scene(112, (255, 255, 255), (Shape("circle", "red", (5, 5, 25, 25)),
     ...                                      Shape("square", "blue", (60, 60, 90, 90))))
@@ -316,12 +332,17 @@ def ask(task: str, scene: Scene, rng: np.random.Generator, variant: str | None =
     if variant not in VARIANTS.get(task, ()):
         raise ValueError(f"unknown task/variant {task}/{variant}; known: {VARIANTS}")
     shapes = scene.shapes
-    seen = describe(shapes)
-    total = len(shapes)
     present_colors = sorted({s.color for s in shapes}, key=list(COLORS).index)
+    # Below, questions are chosen from `shapes`; answers come from `looked` (the teacher's view).
+    looked = shapes if seen is None else seen.shapes
+    seen_text = describe(looked) or "no shapes"
+    total = len(looked)
 
     def q(problem: str, answer: str | int, ptype: ProblemType, reasoning: str, **kw) -> Question:
         return Question(task, variant, problem, str(answer), ptype, reasoning, **kw)
+
+    def counted(test) -> int:
+        return sum(map(test, looked))
 
     if task == "color":
         once = [k for k, n in Counter(s.kind for s in shapes).items() if n == 1]
@@ -330,13 +351,15 @@ def ask(task: str, scene: Scene, rng: np.random.Generator, variant: str | None =
         others = [c for c in COLORS if c != color]
         options = [others[i] for i in rng.choice(len(others), size=3, replace=False)] + [color]
         options = [options[i] for i in rng.permutation(len(options))]
+        if not any(s.kind == kind for s in looked):
+            return None
         letter = LETTERS[options.index(color)]
         listed = " ".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(options))
         return q(
             f"What color is the {kind}? Options: {listed}",
             letter,
             "multiple_choice",
-            f"I see {seen}. The {kind} is {color}, which is option {letter}.",
+            f"I see {seen_text}. The {kind} is {color}, which is option {letter}.",
             options=options,
         )
     if task == "count":
@@ -346,15 +369,17 @@ def ask(task: str, scene: Scene, rng: np.random.Generator, variant: str | None =
             # Mostly a colour in the scene; sometimes any colour, so that 0 is an answer too.
             color = _pick(rng, present_colors if rng.random() < 0.75 else list(COLORS))
             problem = f"How many {color} shapes are in the image?"
-            k, noun = sum(s.color == color for s in shapes), f"{color} shape"
+            k, noun = counted(lambda s: s.color == color), f"{color} shape"
         else:
             kind = _pick(rng, KINDS)
             problem = f"How many {kind}s are in the image?"
-            k, noun = sum(s.kind == kind for s in shapes), kind
-        return q(problem, k, "numerical", f"I see {seen}. {_there_are(k, noun)}.")
+            k, noun = counted(lambda s: s.kind == kind), kind
+        return q(problem, k, "numerical", f"I see {seen_text}. {_there_are(k, noun)}.")
     if task == "grounding":
         unique = [s for s in shapes if sum(o.name == s.name for o in shapes) == 1]
         shape = unique[int(rng.integers(len(unique)))]
+        if shape not in looked:
+            return None
         x1, y1, x2, y2 = shape.box
         return q(
             GROUNDING_QUESTION.format(what=shape.name),
@@ -367,39 +392,58 @@ def ask(task: str, scene: Scene, rng: np.random.Generator, variant: str | None =
     if task == "caption":
         return q(
             CAPTION_QUESTION,
-            seen,
+            seen_text,
             "free_form",
-            f"{_there_are(total, 'shape')}. From left to right I see {seen}.",
+            f"{_there_are(total, 'shape')}. From left to right I see {seen_text}.",
         )
     # arithmetic
     if variant == "sum":
         a, b = (KINDS[i] for i in rng.choice(len(KINDS), size=2, replace=False))
-        ka, kb = sum(s.kind == a for s in shapes), sum(s.kind == b for s in shapes)
+        ka, kb = counted(lambda s: s.kind == a), counted(lambda s: s.kind == b)
         return q(
             f"How many {a}s plus {b}s are there?",
             ka + kb,
             "numerical",
-            f"I see {seen}. I count {_counted(ka, a)} and {_counted(kb, b)}. "
+            f"I see {seen_text}. I count {_counted(ka, a)} and {_counted(kb, b)}. "
             f"{ka} plus {kb} is {ka + kb}.",
         )
     if variant == "make":
-        target = total + int(rng.integers(1, 5))
+        target = len(shapes) + int(rng.integers(1, 5))
         return q(
             f"How many more shapes would make {target}?",
             target - total,
             "numerical",
-            f"I see {seen}. {_there_are(total, 'shape')}. "
+            f"I see {seen_text}. {_there_are(total, 'shape')}. "
             f"{target} minus {total} is {target - total}.",
         )
     color = _pick(rng, present_colors)
-    k = sum(s.color == color for s in shapes)
+    k = counted(lambda s: s.color == color)
     return q(
         f"How many shapes are not {color}?",
         total - k,
         "numerical",
-        f"I see {seen}. {_there_are(total, 'shape')} and {k} {'is' if k == 1 else 'are'} {color}. "
-        f"{total} minus {k} is {total - k}.",
+        f"I see {seen_text}. {_there_are(total, 'shape')} and {k} {'is' if k == 1 else 'are'} "
+        f"{color}. {total} minus {k} is {total - k}.",
     )
+
+
+def teacher_view(scene: Scene, teacher: ShapesTeacher, rng: np.random.Generator) -> Scene:
+    """What an imperfect teacher sees of ``scene``: each shape of a ``teacher.misses`` colour is
+    missed with probability ``teacher.miss_rate`` (one draw per shape, missable or not).
+
+    >>> scene = Scene(112, (255, 255, 255), (Shape("circle", "yellow", (5, 5, 25, 25)),
+    ...                                      Shape("square", "blue", (60, 60, 90, 90))))
+    >>> [s.name for s in teacher_view(scene, ShapesTeacher(misses=["yellow"]),
+    ...                               np.random.default_rng(0)).shapes]
+    ['blue square']
+    """
+    draws = rng.random(len(scene.shapes))
+    kept = tuple(
+        shape
+        for shape, u in zip(scene.shapes, draws, strict=True)
+        if not (shape.color in teacher.misses and u < teacher.miss_rate)
+    )
+    return replace(scene, shapes=kept)
 
 
 # ------------------------------------------------------------------------------------ splits
@@ -423,12 +467,15 @@ class SplitStats:
 
     Attributes:
         keys: :func:`record_key` of every record kept (pass them as ``exclude`` to later splits).
+        taught: with a teacher, its demonstrations of the kept records (same ids and images;
+            a record it could not answer has none).
         rejected: reason → candidate records dropped (``duplicate_of_earlier_split``,
             ``duplicate_within_split``).
         resampled: task → scenes drawn that could not ask the task (not an error: drawn again).
     """
 
     keys: set[str] = field(default_factory=set)
+    taught: list[Record] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
     resampled: Counter[str] = field(default_factory=Counter)
 
@@ -444,7 +491,7 @@ def _to_record(
         problem_type=question.problem_type,
         options=question.options,
         boxes=[[float(v) for v in box] for box in question.boxes],
-        caption=describe(scene.shapes),
+        caption=describe(scene.shapes) or "no shapes",
         image_sizes=[[scene.size, scene.size]],
         data_source=data_source,
         task=question.task,
@@ -461,12 +508,15 @@ def generate_split(
     *,
     exclude: Collection[str] = frozenset(),
     stats: SplitStats | None = None,
+    teacher: ShapesTeacher | None = None,
 ) -> list[Record]:
     """Generate ``n`` records of ``split``; write their PNGs under ``out_dir/images/<split>/``.
 
     Tasks follow ``cfg.tasks`` round-robin. A candidate whose scene and question already occur in
     this split or in ``exclude`` (keys of earlier splits) is dropped and drawn again; ``stats``,
-    when given, receives the kept keys and the counts of dropped candidates.
+    when given, receives the kept keys and the counts of dropped candidates. With a ``teacher``,
+    ``stats.taught`` receives its answers to the same questions (:func:`teacher_view`, drawn
+    from a stream of its own: the records are those of a split without a teacher).
 
     >>> import tempfile
     >>> from vlrl.config import ShapesConfig
@@ -480,6 +530,7 @@ def generate_split(
     _check_config(cfg)
     stats = stats if stats is not None else SplitStats()
     rng = split_rng(seed, split)
+    teacher_rng = split_rng(seed, f"{split}/teacher")
     image_dir = Path(out_dir) / "images" / split
     image_dir.mkdir(parents=True, exist_ok=True)
     records = []
@@ -493,6 +544,7 @@ def generate_split(
                     stats.resampled[task] += 1
                     continue
                 scene, rgb = render(layout)
+                asked_from = copy.deepcopy(rng)
                 question = ask(task, scene, rng)
                 key = record_key(scene, question.problem)
                 if key in exclude:
@@ -512,6 +564,11 @@ def generate_split(
             rel = f"images/{split}/{rid}.png"
             Image.fromarray(rgb).save(Path(out_dir) / rel, format="PNG")
             records.append(_to_record(rid, rel, scene, question))
+            if teacher is not None:
+                view = teacher_view(scene, teacher, teacher_rng)
+                taught = ask(task, scene, asked_from, seen=view)
+                if taught is not None:
+                    stats.taught.append(_to_record(rid, rel, view, taught))
             bar.update()
     log.debug("shapes %s: %d records, %s", split, n, dict(stats.rejected) or "no duplicates")
     return records

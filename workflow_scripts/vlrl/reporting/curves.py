@@ -8,7 +8,8 @@ The report draws the curves of :data:`SHOWN` (the total reward, each reward func
 KL to the reference model, the completion length, the token entropy), each one an exponential
 moving average over its raw points, drawn faint. A series that never changed (TRL logs the clip
 ratios as 0 when nothing was clipped) or that has a single point (the run's closing row) has no
-panel: it draws no curve.
+panel: it draws no curve. The total reward, the one GRPO optimised (:data:`REWARD`), also has a
+figure of its own (:func:`plot_reward`), which leads the report.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from vlrl import sharing
@@ -36,6 +38,9 @@ SHOWN = (
 """The curves drawn, in this order (a regular expression the whole logged name matches, and
 its panel's title); several names one expression matches follow by name. The names are TRL's
 log keys, as dvclive stores them."""
+REWARD = "reward"
+"""TRL's log key of the total reward (the weighted sum of the reward functions): what GRPO
+optimised."""
 COLUMNS = 3
 MIN_SPAN = 5
 """The moving average spans a tenth of the series, and at least this many points."""
@@ -144,6 +149,13 @@ def span(points: int) -> int:
     return max(MIN_SPAN, points // 10)
 
 
+def _draw(ax: Axes, frame: pd.DataFrame) -> None:
+    """A curve's raw points, faint, and their moving average, against the frame's first column."""
+    x, values = frame.iloc[:, 0], frame["value"]
+    ax.plot(x, values, ".", color="C0", alpha=0.3, markersize=4, label="logged")
+    ax.plot(x, smoothed(values), color="C0", linewidth=1.6, label=f"EMA, span {span(len(x))}")
+
+
 @rc_defaults
 def plot_curves(curves: dict[str, pd.DataFrame]) -> bytes:
     """PNG bytes: one panel per curve (as :func:`read_curves` gives them), its moving average
@@ -152,9 +164,7 @@ def plot_curves(curves: dict[str, pd.DataFrame]) -> bytes:
     fig = Figure(figsize=(3.8 * COLUMNS, 2.7 * rows), dpi=100)
     axes = fig.subplots(rows, COLUMNS, squeeze=False).ravel()
     for i, (ax, (name, frame)) in enumerate(zip(axes, curves.items(), strict=False)):
-        x, values = frame.iloc[:, 0], frame["value"]
-        ax.plot(x, values, ".", color="C0", alpha=0.3, markersize=4, label="logged")
-        ax.plot(x, smoothed(values), color="C0", linewidth=1.6, label=f"EMA, span {span(len(x))}")
+        _draw(ax, frame)
         ax.set_title(title(name), fontsize=10)
         ax.set_xlabel(frame.columns[0], fontsize=8)
         ax.tick_params(labelsize=7)
@@ -163,5 +173,21 @@ def plot_curves(curves: dict[str, pd.DataFrame]) -> bytes:
             ax.legend(fontsize=7, frameon=False)
     for ax in axes[len(curves) :]:
         ax.set_visible(False)
+    fig.tight_layout()
+    return png(fig)
+
+
+@rc_defaults
+def plot_reward(frame: pd.DataFrame) -> bytes:
+    """PNG bytes: the total reward (:data:`REWARD`, a frame as :func:`read_curves` gives it),
+    its raw points and moving average as in :func:`plot_curves`, on one panel of its own."""
+    fig = Figure(figsize=(6.4, 3.2), dpi=100)
+    ax = fig.subplots()
+    _draw(ax, frame)
+    ax.set_title("GRPO training reward")
+    ax.set_xlabel(frame.columns[0])
+    ax.set_ylabel("reward")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
     return png(fig)

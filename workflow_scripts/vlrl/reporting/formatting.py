@@ -111,6 +111,16 @@ def p_value(p: float | None) -> str:
     return f"{p:.3f}"
 
 
+def p_stated(p: float | None) -> str:
+    """A p-value in a sentence, as :func:`p_value` prints it.
+
+    >>> p_stated(0.0041), p_stated(1e-9)
+    ('p = 0.004', 'p < 0.001')
+    """
+    text = p_value(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
 def published(x: float | int | None) -> str:
     """A published number as the paper printed it: the shortest text of the stored number, so
     ``90.55`` stays ``90.55``, ``2306.0`` stays ``2306.0`` and ``1926`` stays ``1926``.

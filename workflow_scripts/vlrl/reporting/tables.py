@@ -1,6 +1,7 @@
 """The tables a person reads: data frames of text, one cell per number formatted by
 :mod:`vlrl.reporting.formatting`. The templates lay them out as Markdown or HTML; the numbers
-themselves go to the CSV files unformatted.
+themselves go to the CSV files unformatted. Also the report's lead (:func:`lead_lines`): the
+paired comparisons' numbers, told in a line per benchmark.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pandas as pd
 from vlrl.reporting import formatting as fmt
 from vlrl.reporting.formatting import DASH, Scale
 from vlrl.reporting.frames import Evaluation, metric_names, metric_of, tasks_of
+from vlrl.reporting.labels import label
 
 
 def scored_by(row: dict[str, Any]) -> str:
@@ -100,6 +102,66 @@ def comparisons_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataF
             for r in rows
         ]
     )
+
+
+def effect(subject: str, r: dict[str, Any], against: str | None = None) -> str:
+    """What ``subject`` did to accuracy in a paired comparison row (:func:`comparisons_table`'s
+    rows), as its interval says: added (above zero), lost (below), or a change not
+    distinguishable from zero (the interval holds it). ``against`` names the other checkpoint
+    and puts the interval in.
+
+    >>> effect("RL", {"diff": 0.123, "ci_low": 0.091, "ci_high": 0.154})
+    'RL added +12.3 points'
+    >>> effect("SFT", {"diff": 0.38, "ci_low": 0.35, "ci_high": 0.411}, "base")
+    'SFT added +38.0 points over base [+35.0, +41.1]'
+    >>> effect("RL", {"diff": -0.02, "ci_low": -0.031, "ci_high": -0.009})
+    'RL lost 2.0 points'
+    >>> effect("SFT", {"diff": 0.004, "ci_low": -0.005, "ci_high": 0.013}, "base")
+    "SFT's change over base, +0.4 points [-0.5, +1.3], is not distinguishable from zero"
+    """
+    ci = f" {fmt.signed_interval(r['ci_low'], r['ci_high'])}" if against else ""
+    if r["ci_low"] > 0:
+        return f"{subject} added {fmt.signed(r['diff'])} points" + (
+            f" over {against}{ci}" if against else ""
+        )
+    if r["ci_high"] < 0:
+        return f"{subject} lost {fmt.value(-r['diff'])} points" + (
+            f" against {against}{ci}" if against else ""
+        )
+    over = f" over {against}" if against else ""
+    diff = fmt.signed(r["diff"])
+    return f"{subject}'s change{over}, {diff} points{ci}, is not distinguishable from zero"
+
+
+def lead_lines(
+    rows: list[dict[str, Any]], sft_enabled: bool, confidence: float
+) -> list[dict[str, str]]:
+    """The report's first lines, one per benchmark that has a comparison: what RL (GRPO) added
+    over the checkpoint it was trained from, with both accuracies, the paired interval,
+    McNemar's p and n, then what SFT added over base; SFT's alone when there is no GRPO
+    checkpoint, and the first comparison when neither step stands alone (SFT+GRPO − base with
+    no SFT checkpoint). ``rows`` are :func:`vlrl.reporting.frames.comparison_rows`' (the
+    numbers of comparisons.md); each line is ``{"benchmark", "lead", "rest"}``: ``lead`` is
+    set in bold, ``rest`` follows it."""
+    lines = []
+    for bench in dict.fromkeys(r["benchmark"] for r in rows):
+        pairs = {(r["a"], r["b"]): r for r in rows if r["benchmark"] == bench}
+        rl = pairs.get(("grpo", "sft" if sft_enabled else "base"))
+        sft = pairs.get(("sft", "base"))
+        main = rl or sft or next(iter(pairs.values()))
+        subject = "RL" if main is rl else "SFT" if main is sft else label(main["a"], sft_enabled)
+        a, b = label(main["a"], sft_enabled), label(main["b"], sft_enabled)
+        left_out = f", {fmt.count(main['excluded'])} unscored left out" if main["excluded"] else ""
+        rest = (
+            f" on {bench} ({a} {fmt.value(main['accuracy_a'])}% vs {b}"
+            f" {fmt.value(main['accuracy_b'])}%, paired {fmt.level(confidence)} interval"
+            f" {fmt.signed_interval(main['ci_low'], main['ci_high'])}, McNemar"
+            f" {fmt.p_stated(main['p_mcnemar'])}, n = {fmt.count(main['n'])}{left_out})"
+        )
+        if sft is not None and main is not sft:
+            rest += f"; {effect('SFT', sft, label('base', sft_enabled))}"
+        lines.append({"benchmark": bench, "lead": effect(subject, main), "rest": rest + "."})
+    return lines
 
 
 def source(r: dict[str, Any]) -> str:

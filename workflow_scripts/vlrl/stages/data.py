@@ -137,8 +137,16 @@ def _run_shapes(exp: str, cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
     for split in GENERATION_ORDER:
         started = time.perf_counter()
         stats = shapes.SplitStats()
+        teacher = shapes_cfg.teacher if split == "train" else None
         records = shapes.generate_split(
-            shapes_cfg, split, sizes[split], cfg.seed, out, exclude=seen, stats=stats
+            shapes_cfg,
+            split,
+            sizes[split],
+            cfg.seed,
+            out,
+            exclude=seen,
+            stats=stats,
+            teacher=teacher,
         )
         seen |= stats.keys
         # Rows named by the line they take in the published file, images by their published place.
@@ -148,6 +156,13 @@ def _run_shapes(exp: str, cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
         valid = checked[split].records
         write_jsonl(out / f"{split}.jsonl", (r.model_dump() for r in valid))
         split_reports[split] = _split_report(valid, stats)
+        if teacher is not None:
+            # SFT's demonstrations: the teacher's answers to the train questions (same images).
+            taught_rows = rows_of_records(stats.taught, final / "sft_train.jsonl")
+            checked["sft_train"] = check_rows(taught_rows, out, shown_dir=final)
+            taught = checked["sft_train"].records
+            write_jsonl(out / "sft_train.jsonl", (r.model_dump() for r in taught))
+            split_reports["sft_train"] = _split_report(taught, shapes.SplitStats())
         log.info(
             "%s: %d records in %.1fs (%d invalid; rejected candidates: %s)",
             split,
@@ -163,7 +178,7 @@ def _run_shapes(exp: str, cfg: ExperimentConfig, out: Path) -> dict[str, Any]:
         "source": "shapes",
         "seed": cfg.seed,
         "image_size": shapes_cfg.image_size,
-        "splits": {split: split_reports[split] for split in SPLITS},
+        "splits": {split: split_reports[split] for split in DATA_SPLITS if split in split_reports},
     }
 
 

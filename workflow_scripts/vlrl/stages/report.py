@@ -13,7 +13,9 @@ Outputs, in ``reports/<exp>/`` (written to a temporary directory, renamed into p
 from the Jinja templates of :mod:`vlrl.reporting.render` and the data frames of
 :mod:`vlrl.reporting`:
 
-- ``results.md`` / ``results.csv``: the paper's layout (one row per model, each benchmark's
+- ``results.md`` / ``results.csv``: first the story (:func:`vlrl.reporting.tables.lead_lines`:
+  per benchmark, what RL added over SFT and SFT over base, the paired comparisons' numbers;
+  then ``reward_curve.png``), then the paper's layout (one row per model, each benchmark's
   headline metric), then per benchmark one row per checkpoint: the headline metric first,
   accuracy and the benchmark's other metrics with their intervals, n scored, unscored, each task,
   and which judge scored it; published numbers beside the reproduced ones; how each file was
@@ -26,6 +28,8 @@ from the Jinja templates of :mod:`vlrl.reporting.render` and the data frames of
   experiment links none);
 - ``accuracy.png``: grouped bars per task and overall, error bars = the intervals;
 - ``grpo_curves.png`` (when the experiment evaluates GRPO): the dvclive training curves;
+- ``reward_curve.png`` (when those curves have the total reward): the reward GRPO optimised,
+  raw and smoothed, per step;
 - ``index.html``: all of it on one self-contained page, with a sample gallery of each
   benchmark's items and every checkpoint's answer;
 
@@ -79,6 +83,7 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
     published = versus.versus_rows(list(cfg.report.published), results, evaluations, sft)
     level = fmt.level(cfg.score.confidence)
     trained = curves.read_curves(curves.curves_dir(exp)) if "grpo" in cfg.checkpoints else {}
+    reward = trained.get(curves.REWARD)
     settings = cfg.report.gallery
     samples = [
         {"name": ev.bench, "entries": gallery.build(exp, ev, settings, cfg.seed, sft)}
@@ -89,6 +94,9 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         "title": cfg.report.title or exp,
         "description": cfg.description,
         "level": level,
+        "lead": tables.lead_lines(comparisons, sft, cfg.score.confidence),
+        "reward_png": None if reward is None else curves.plot_reward(reward),
+        "reward_axis": None if reward is None else reward.columns[0],
         "seed": cfg.seed,
         "resamples": cfg.score.bootstrap_resamples,
         "summary": tables.summary_table(
@@ -129,6 +137,8 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         (tmp / "accuracy.png").write_bytes(context["accuracy_png"])
         if context["curves_png"]:
             (tmp / "grpo_curves.png").write_bytes(context["curves_png"])
+        if context["reward_png"]:
+            (tmp / "reward_curve.png").write_bytes(context["reward_png"])
         (tmp / "index.html").write_text(render("index.html.j2", **context))
     write_json(paths.metrics_file(exp), frames.metrics_tree(results))
     for r in results:
