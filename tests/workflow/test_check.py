@@ -78,8 +78,8 @@ SEVERAL = [
     ),
     (
         "config/experiments/bad_a.yaml",
-        r"^  tasks: .*",
-        "  tasks: [cuont, arithmetic]",
+        r"^  max_steps: \d+",
+        "  max_steps: 90\n  tasks: [cuont, arithmetic]",
         "grpo.tasks",
     ),
     ("config/experiments/bad_a.yaml", r"^  num_train_epochs: .*", "  num_train_epochs: -1", None),

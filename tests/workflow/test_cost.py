@@ -170,9 +170,9 @@ def test_sft_counts_records_epochs_and_cutoff(project: Path) -> None:
     sft = _stage(est, "sft")
     assert sft.get("records") == 500
     assert sft.get("tokens/record") == 100  # 146 prompt + 256 target, cut at cutoff_len
-    assert sft.get("tokens") == 500 * 12 * 100
-    assert sft.get(cost.STEPS) == 12 * 32  # ceil(500 / (8 x 2 GPUs)) per epoch
-    assert sft.get(cost.FLOPS) == 6 * 392_000 * 500 * 12 * 100
+    assert sft.get("tokens") == 500 * 6 * 100
+    assert sft.get(cost.STEPS) == 6 * 32  # ceil(500 / (8 x 2 GPUs)) per epoch
+    assert sft.get(cost.FLOPS) == 6 * 392_000 * (500 * 6 * 100)  # 6 N D
     assert _stage(est, "grpo").devices == 2 and not _stage(est, "grpo").on_gpu
 
 

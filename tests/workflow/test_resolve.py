@@ -25,7 +25,7 @@ def test_a_params_file_holds_the_declared_keys_with_defaults(project: Path) -> N
     values = _values(resolve.render("sft", "tiny_shapes"))
     assert list(values) == list(declared_reads("sft"))
     assert values["sft"]["lr_scheduler_type"] == "cosine"  # a default: tiny_shapes.yaml omits it
-    assert values["sft"]["num_train_epochs"] == 12  # set in the file
+    assert values["sft"]["num_train_epochs"] == 6  # set in the file
     report = _values(resolve.render("report", "tiny_shapes"))
     assert report["report"]["title"] is None and report["sft.enabled"] is True
     model = _values(resolve.render("base_model", "tiny-qwen2.5-vl"))
@@ -39,7 +39,7 @@ def test_files_are_rewritten_only_when_their_content_changes(project: Path) -> N
     grpo, sft = (project / paths.stage_params_file("tiny_shapes", s) for s in ("grpo", "sft"))
     times = grpo.stat().st_mtime_ns, sft.stat().st_mtime_ns
     exp = project / "config/experiments/tiny_shapes.yaml"
-    exp.write_text(exp.read_text().replace("learning_rate: 1.0e-4", "learning_rate: 2.0e-4"))
+    exp.write_text(exp.read_text().replace("learning_rate: 3.0e-4", "learning_rate: 2.0e-4"))
     resolve.write_all(["tiny_shapes"])
     assert grpo.stat().st_mtime_ns != times[0] and "0.0002" in grpo.read_text()
     assert sft.stat().st_mtime_ns == times[1], "sft reads no grpo key: its file stays as it was"
