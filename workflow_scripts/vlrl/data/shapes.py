@@ -544,7 +544,8 @@ def generate_split(
                     stats.resampled[task] += 1
                     continue
                 scene, rgb = render(layout)
-                asked_from = copy.deepcopy(rng)
+                # The teacher is asked the same question: from the generator's state before it.
+                asked_from = copy.deepcopy(rng) if teacher is not None else None
                 question = ask(task, scene, rng)
                 key = record_key(scene, question.problem)
                 if key in exclude:
