@@ -38,7 +38,7 @@ $(STAMPS)/sft: envs/sft.txt pyproject.toml $(STAMPS)/main
 	mkdir -p $(STAMPS) && touch $@
 
 ## setup-gpu: the GPU set (envs/gpu.txt: vllm, deepspeed, with the torch vllm pins) in .venv-gpu,
-## and its `vllm` in .venv/bin, where `vllm serve` of the servers (vlrl.servers) is looked up.
+## and its `vllm` in .venv/bin, where `vllm serve` of the servers (vlrl.serving.commands) is looked up.
 ## Linux x86_64 with CUDA 13 drivers; a GPU run uses .venv-gpu (README: GPU extras).
 setup-gpu: $(STAMPS)/gpu
 

@@ -96,8 +96,9 @@ def prepare(group: str, fresh: bool) -> Path:
     if not tests.exists():
         tests.symlink_to(ROOT / "tests")
     # mutmut runs the tests in mutants/, which must look like a checkout: the files that make it
-    # the project root (vlrl.paths.ROOT_MARKERS) and the configuration, linked; workflow_scripts/
-    # as a link to the mutated package, so tests that find the source there read the mutants.
+    # the project root (vlrl.core.paths.ROOT_MARKERS) and the configuration, linked;
+    # workflow_scripts/ as a link to the mutated package, so tests that find the source there read
+    # the mutants.
     mutants = workspace / "mutants"
     mutants.mkdir(exist_ok=True)
     for name, target in [*((n, ROOT / n) for n in LINKED), ("workflow_scripts", Path("src"))]:

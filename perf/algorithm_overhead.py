@@ -50,8 +50,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6)
     args = parser.parse_args()
 
-    from vlrl import paths
     from vlrl.config import load_experiment
+    from vlrl.core import paths
     from vlrl.stages import grpo
 
     work = tiny_project("vlrl-bench-")

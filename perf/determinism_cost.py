@@ -1,5 +1,6 @@
 """What bit-for-bit reproducibility costs: SFT, GRPO and inference of the tiny model with native,
-avx2 and portable CPU kernels (``cpu_kernels``, vlrl/threads.py), one thread, in one run as ratios.
+avx2 and portable CPU kernels (``cpu_kernels``, vlrl/cluster/threads.py), one thread, in one run as
+ratios.
 
     .venv/bin/python perf/determinism_cost.py [--repeats 2]
 
@@ -45,8 +46,8 @@ KERNELS = ("native", "avx2", "portable")
 
 def child(stage: str, kernels: str) -> None:
     """One measurement, in this process: pin, then run the stage and print its times as JSON."""
+    from vlrl.cluster.threads import pin_cpu_kernels, pin_cpu_threads
     from vlrl.config import load_experiment
-    from vlrl.threads import pin_cpu_kernels, pin_cpu_threads
 
     cfg = load_experiment(EXP, [*SETTINGS, f"cpu_kernels={kernels}"])
     pin_cpu_kernels(cfg.cpu_kernels)

@@ -102,8 +102,8 @@ def main() -> None:
 
     import torch
 
-    from vlrl import paths
     from vlrl.config import load_experiment
+    from vlrl.core import paths
     from vlrl.stages import grpo
 
     work = tiny_project("vlrl-grpo-step-")

@@ -23,13 +23,13 @@ def main() -> None:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[16, 2])
     args = parser.parse_args()
 
-    from vlrl import paths
+    from vlrl.cluster.threads import pin_cpu_threads
     from vlrl.config import load_experiment
+    from vlrl.core import paths
     from vlrl.data.convert import to_conversation
     from vlrl.generation.hf import HFGenerator
-    from vlrl.prompts import get_prompt
-    from vlrl.records import read_records
-    from vlrl.threads import pin_cpu_threads
+    from vlrl.items.prompts import get_prompt
+    from vlrl.items.records import read_records
 
     cfg = load_experiment(args.experiment)
     pin_cpu_threads(cfg.cpu_threads)

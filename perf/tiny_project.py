@@ -13,10 +13,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def tiny_project(prefix: str) -> Path:
     """Make the scratch project the working directory and ``$VLRL_ROOT``; return its root."""
-    from vlrl import paths
     from vlrl.config import ShapesConfig, TinyModelConfig
+    from vlrl.core import paths
+    from vlrl.core.files import write_jsonl
     from vlrl.data.shapes import generate_split
-    from vlrl.files import write_jsonl
     from vlrl.models.tiny import build_tiny_model
     from vlrl.stages.base_model import TINY_SEED, tiny_corpus
 

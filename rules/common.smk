@@ -1,5 +1,5 @@
 # Shared by all the .smk files: experiment configs, what each stage depends on, and the get_*
-# input functions. Paths come from vlrl.paths, the one declaration the stages use too (its
+# input functions. Paths come from vlrl.core.paths, the one declaration the stages use too (its
 # functions accept wildcard strings: paths.data_dir("{exp}")).
 #
 # What a stage depends on is derived from its code, never listed here (vlrl.workflow.stage_deps):
@@ -7,7 +7,7 @@
 # resolved values (defaults included) of the keys that module declares in READS
 # (vlrl.workflow.resolve). Both are inputs of the stage's jobs.
 #
-# Each job runs `workflow_scripts/vlrl.sh <stage> ...` (vlrl.paths.LAUNCHER), i.e. the vlrl command
+# Each job runs `workflow_scripts/vlrl.sh <stage> ...` (vlrl.core.paths.LAUNCHER), i.e. the vlrl command
 # of this checkout's .venv, else the one on PATH, so neither tool depends on the caller's PATH;
 # every rule's shell command is written by vlrl() below.
 #
@@ -19,11 +19,13 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from vlrl import benchmarks, paths, sharing
-from vlrl.preemption import signal_option
+from vlrl import benchmarks, sharing
+from vlrl.cluster.preemption import signal_option
+from vlrl.config.reads import declared_reads
+from vlrl.core import paths
 from vlrl.workflow import cores, resolve
 from vlrl.workflow.check import load_checked
-from vlrl.workflow.stage_deps import code_files, declared_reads
+from vlrl.workflow.stage_deps import code_files
 
 
 wildcard_constraints:
@@ -40,7 +42,7 @@ def rel(path):
 
 
 def vlrl(*args):
-    """A rule's shell command: `vlrl <args>` through vlrl.paths.LAUNCHER, its output into the
+    """A rule's shell command: `vlrl <args>` through vlrl.core.paths.LAUNCHER, its output into the
     job's log file (`vlrl dvc-yaml` drops that redirection from DVC's cmd)."""
     return f"{paths.LAUNCHER} {' '.join(args)} > {{log}} 2>&1"
 
@@ -101,7 +103,7 @@ def stage_resources(stage):
 
     GPUs are asked per node (``gres: gpu:N``). A job on several nodes runs the stage on its
     first node outside a job step (``mpi``, one task per node), and the stage starts one
-    launcher per node with srun (vlrl.distributed).
+    launcher per node with srun (vlrl.cluster.distributed).
     """
 
     def need(wildcards):
@@ -120,7 +122,7 @@ def stage_resources(stage):
         "tasks": lambda wildcards: need(wildcards).nodes if need(wildcards).nodes > 1 else None,
         "tasks_per_gpu": multi_node(0),  # the plugin would otherwise read tasks per GPU
         # GRPO checkpoints and requeues on SIGURG, which Slurm sends stop_margin_s before the
-        # time limit (vlrl.preemption.signal_option: why SIGURG and not USR1)
+        # time limit (vlrl.cluster.preemption.signal_option: why SIGURG and not USR1)
         "slurm_extra": lambda wildcards: (
             signal_option(experiment(wildcards.exp).grpo.stop_margin_s)
             if stage == "grpo"

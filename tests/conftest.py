@@ -20,8 +20,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # Every stage the tests run through the `vlrl` command (the pipeline tests) fails if it reads a
 # config key its module's READS does not declare (vlrl.workflow.reads).
 os.environ.setdefault("VLRL_CHECK_READS", "1")
-# The content hashes of served models' weights (vlrl.served_models) are remembered in a folder of
-# this test session's, not in the user's ~/.cache/vlrl.
+# The content hashes of served models' weights (vlrl.serving.served_models) are remembered in a
+# folder of this test session's, not in the user's ~/.cache/vlrl.
 os.environ.setdefault("VLRL_HASH_CACHE", tempfile.mkdtemp(prefix="vlrl-hash-cache-"))
 
 from vlrl.config import TinyModelConfig
@@ -73,8 +73,8 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def shapes_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small generated shapes dataset (train 40 / val 5 / test 20) in canonical form."""
     from vlrl.config import ShapesConfig
+    from vlrl.core.files import write_jsonl
     from vlrl.data.shapes import generate_split
-    from vlrl.files import write_jsonl
 
     out = tmp_path_factory.mktemp("shapes")
     cfg = ShapesConfig(n_train=40, n_val=5, n_test=20)

@@ -1,7 +1,8 @@
 """A stand-in for the GPU-only servers a stage starts (`vllm serve`, `trl vllm-serve`): it records
 its arguments, ``CUDA_VISIBLE_DEVICES``, its process group and ``HF_HUB_OFFLINE`` to
 ``$FAKE_RECORD`` and answers ``GET /health`` as vLLM does, so that the real start / wait / stop
-code of vlrl.servers and vlrl.trl_server runs against it. ``$FAKE_FAIL`` makes it exit at start
+code of vlrl.serving.servers and vlrl.serving.trl_vllm runs against it. ``$FAKE_FAIL`` makes it
+exit at start
 with an out-of-memory line, as a server that cannot load does."""
 
 from __future__ import annotations

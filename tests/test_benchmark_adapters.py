@@ -14,11 +14,11 @@ import pytest
 import yaml
 from hub_cache import seed_cache
 
-from vlrl import paths
-from vlrl.answers import dumps_box
 from vlrl.benchmarks import load_benchmark, load_items
 from vlrl.config import load_dataset
-from vlrl.predictions import items_as_dicts, prediction_of
+from vlrl.core import paths
+from vlrl.items.answers import dumps_box
+from vlrl.items.predictions import items_as_dicts, prediction_of
 from vlrl.scoring.metrics import compute
 from vlrl.stages import download
 from vlrl.stages.score import rule_scores
@@ -145,7 +145,7 @@ def test_a_bad_raw_row_fails_the_download_and_leaves_nothing(
     import pyarrow.parquet as pq
     from huggingface_hub import constants
 
-    from vlrl.errors import DataError
+    from vlrl.core.errors import DataError
 
     data_cfg = load_dataset("chartqa")
     files = tmp_path / "hub"

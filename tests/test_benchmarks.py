@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vlrl import paths
 from vlrl.benchmarks import benchmark_inputs, load_benchmark, load_items
-from vlrl.errors import ConfigError, DataError
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError, DataError
 
 
 def write_benchmark(project: Path, name: str, **values: object) -> None:

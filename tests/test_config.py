@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vlrl.config import ConfigProblems, load_experiment, load_model, parse_overrides
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.workflow.check import load_checked
 
 TINY = "config/experiments/tiny_shapes.yaml"

@@ -25,8 +25,8 @@ from vlrl.config import (
     read_yaml,
     validation_problems,
 )
-from vlrl.config.loading import did_you_mean
-from vlrl.errors import ConfigError
+from vlrl.config.reading import did_you_mean
+from vlrl.core.errors import ConfigError
 
 EXTRA = "Extra inputs are not permitted"
 #: What every experiment needs besides the lines under test.

@@ -17,7 +17,7 @@ from vlrl.config.base import KeyProblems, UniqueList, _no_repeats, order_problem
 from vlrl.config.data import DatasetConfig
 from vlrl.config.keys import apply_overrides, assign, lookup, parse_overrides, select, set_dotted
 from vlrl.config.training import GRPOConfig
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 
 TREE = {"seed": 0, "sft": {"enabled": True, "extra": {"a": {"b": 2}}}}
 

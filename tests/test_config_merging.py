@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from vlrl import paths
 from vlrl.config import experiment_tree
-from vlrl.config.loading import COMMENT_CHARS, ExperimentTree, Origin, _comments, parse_yaml
-from vlrl.errors import ConfigError
+from vlrl.config.loading import COMMENT_CHARS, ExperimentTree, Origin, _comments
+from vlrl.config.reading import parse_yaml
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError
 
 
 @pytest.fixture()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hub_cache import seed_cache
 
-from vlrl.errors import ConfigError, StageError
+from vlrl.core.errors import ConfigError, StageError
 from vlrl.hub import DATASET_MANIFEST, MANIFEST, check_revision, download_dataset, download_model
 
 REPO = "vlrl-test/tiny-qwen2.5-vl"

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from vlrl import paths
+from vlrl.core import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vlrl import paths, sharing
+from vlrl import sharing
+from vlrl.core import paths
 from vlrl.workflow import resolve
 
 PARENT = "tiny_shapes"

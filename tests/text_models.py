@@ -1,6 +1,6 @@
 """Two tiny text models that a real ``transformers serve`` can serve on CPU in seconds, shared by
 the tests of the judge (``tests/scoring/test_judge.py``) and of the servers the pipeline starts
-(``tests/test_servers.py``):
+(``tests/serving/test_servers.py``):
 
 - ``random``: a random-init Qwen2 with a small BPE tokenizer; its replies are garbage;
 - ``says1``: the same architecture with hand-set weights (attention and MLP outputs zeroed, one

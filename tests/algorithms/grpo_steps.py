@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from vlrl import paths
 from vlrl.config import load_experiment
+from vlrl.core import paths
 from vlrl.stages import grpo
 
 EXP = "tiny_shapes"

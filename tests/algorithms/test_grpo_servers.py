@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from vlrl.algorithms.grpo_servers import gpu_split
+from vlrl.cluster.distributed import topology
 from vlrl.config import load_experiment
-from vlrl.distributed import topology
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.workflow import cores
 
 SERVER_MODE = ["grpo.use_vllm=true", "grpo.vllm_mode=server"]

@@ -17,8 +17,8 @@ import pytest
 from fake_openai_server import FakeRewardModel
 from grpo_steps import logged, run_grpo, weights_changed
 
-from vlrl import paths
 from vlrl.config import load_experiment
+from vlrl.core import paths
 from vlrl.rewards.sophiavl import THINKING_REWARD
 from vlrl.stages import data as data_stage
 from vlrl.stages import sft as sft_stage

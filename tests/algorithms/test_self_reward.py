@@ -6,7 +6,7 @@ import pytest
 from grpo_steps import logged, run_grpo, weights_changed
 
 from vlrl.algorithms.self_reward import SelfRewardGRPOTrainer, second_pass_description
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from vlrl import paths
 from vlrl.algorithms import trl_setup
 from vlrl.config import GRPOConfig, load_experiment
-from vlrl.errors import StageError
-from vlrl.records import read_records
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.items.records import read_records
 
 
 def test_dataset_columns(project: Path, shapes_data: Path) -> None:
@@ -104,9 +104,9 @@ def test_server_mode_passes_the_started_servers_address(
     project: Path, tmp_path: Path, monkeypatch
 ) -> None:
     """``vllm_mode: server``: TRL gets the address and weight-update port of the server the
-    stage started (``$VLRL_TRL_VLLM_SERVER``, :mod:`vlrl.trl_server`); without one, no TRL
+    stage started (``$VLRL_TRL_VLLM_SERVER``, :mod:`vlrl.serving.trl_vllm`); without one, no TRL
     config is built (TRL would wait for a server on 0.0.0.0:8000 that nobody starts)."""
-    from vlrl.trl_server import SERVER_ENV, TRLServer
+    from vlrl.serving.trl_vllm import SERVER_ENV, TRLServer
 
     cfg = load_experiment("tiny_shapes", ["grpo.use_vllm=true", "grpo.vllm_mode=server"])
     monkeypatch.delenv(SERVER_ENV, raising=False)

@@ -10,7 +10,7 @@ import pytest
 from fake_openai_server import FakeRewardModel
 from grpo_steps import logged, run_grpo, weights_changed
 
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.rewards.sophiavl import THINKING_REWARD
 
 

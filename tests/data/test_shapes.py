@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlrl.answers import parse_box
 from vlrl.config import ShapesConfig, ShapesTeacher
+from vlrl.core.errors import ConfigError
 from vlrl.data import shapes
 from vlrl.data.shapes import COLORS, KINDS, Scene, Shape
-from vlrl.errors import ConfigError
-from vlrl.records import Record, check_record
+from vlrl.items.answers import parse_box
+from vlrl.items.records import Record, check_record
 
 CAPTION_ITEM = re.compile(r"an? (\w+) (\w+)")
 

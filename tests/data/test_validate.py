@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlrl import paths
 from vlrl.config import load_experiment
+from vlrl.core import paths
+from vlrl.core.errors import DataError, StageError
 from vlrl.data import shapes
 from vlrl.data.validate import MAX_LISTED, check_rows, rows_of_file
-from vlrl.errors import DataError, StageError
-from vlrl.records import Record
+from vlrl.items.records import Record
 from vlrl.stages import data as stage
 
 EXP = "tiny_shapes"

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from vlrl.config import InferConfig
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 from vlrl.generation import make_generator
 from vlrl.generation.vllm import DEFAULT_MAX_IMAGES
 

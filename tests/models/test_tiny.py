@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from vlrl.config import TinyModelConfig
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 from vlrl.models.tiny import (
     MANIFEST,
     REASONING_TAGS,
@@ -86,7 +86,7 @@ def test_response_round_trips_exactly(tiny_processor, skip_special: bool) -> Non
 
 
 def test_instruction_tokenizes_compactly(tiny_processor) -> None:
-    from vlrl.prompts import PROMPTS
+    from vlrl.items.prompts import PROMPTS
 
     text = PROMPTS["think_answer"].render_prompt("How many shapes are in the image?")
     assert len(tiny_processor.tokenizer.encode(text)) < len(text) / 3

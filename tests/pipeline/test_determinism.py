@@ -1,6 +1,6 @@
 """Bit for bit: the tiny model's data, base model, SFT and GRPO outputs hash the same in two
 checkouts on two CPUs under the default experiment's pinned CPU kernels (``cpu_kernels: avx2``,
-vlrl/threads.py).
+vlrl/cluster/threads.py).
 
 Two copies of the working tree at different paths stand for two clones. The second "machine"
 is this one with the kernel choices a different x86-64 CPU would make, set the way each library
@@ -9,7 +9,7 @@ reads them: ATen's vector kernels (``ATEN_CPU_CAPABILITY``), MKL's code path
 AVX2/FMA, glibc's libm variants (``GLIBC_TUNABLES``). On an AVX-512 host it is an AVX2 CPU, on
 an AVX2 host a CPU whose MKL, oneDNN and libm choose their pre-AVX2 code (ATen's AVX2 kernels,
 which ``avx2`` asks for, stay: a CPU that really lacks AVX2 runs the baseline ones and gets other
-bits, see vlrl/threads.py). As a control that the comparison can fail, SFT with
+bits, see vlrl/cluster/threads.py). As a control that the comparison can fail, SFT with
 ``cpu_kernels: native`` must differ between the two machines.
 
 A small variant of the default experiment (a few dozen records, one SFT epoch, two GRPO steps
@@ -28,7 +28,7 @@ import pytest
 import yaml
 from scratch_project import Project
 
-from vlrl.threads import ATEN_CAPABILITY
+from vlrl.cluster.threads import ATEN_CAPABILITY
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from vlrl.files import TMP_MARK
+from vlrl.core.files import TMP_MARK
 
 ROOT = Path(__file__).resolve().parents[2]
 VLRL = Path(sys.executable).parent / "vlrl"

@@ -1,7 +1,7 @@
 """A GRPO job signalled on a real Slurm cluster checkpoints, requeues and resumes to the policy of
 an uninterrupted run, bit for bit.
 
-The signal is Slurm's stop signal, SIGURG (:func:`vlrl.preemption.signal_option`), sent as
+The signal is Slurm's stop signal, SIGURG (:func:`vlrl.cluster.preemption.signal_option`), sent as
 ``scancel --signal=URG <job>`` does to every process of the job's steps: what
 ``sbatch --signal=URG@<s>`` sends before the time limit, and preemption under
 ``PreemptParameters=send_user_signal``. The job also carries that option through the plugin's
@@ -22,7 +22,7 @@ import pytest
 from scratch_project import SHRUNK_DEFAULT, Project
 from slurm_cluster import ON_SLURM, release_requeued, require_cluster, wait_for_accounting
 
-from vlrl.preemption import signal_option
+from vlrl.cluster.preemption import signal_option
 
 pytestmark = pytest.mark.slow
 

@@ -19,8 +19,8 @@ import pytest
 from chromium import BROWSER, NO_BROWSER
 from PIL import Image
 
-from vlrl import paths
 from vlrl.config import load_experiment
+from vlrl.core import paths
 from vlrl.stages import report, score
 from vlrl.workflow import resolve, stage_deps
 

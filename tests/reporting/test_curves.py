@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 from vlrl.reporting.curves import (
     REWARD,
     plot_curves,

@@ -8,10 +8,10 @@ import io
 import pytest
 from PIL import Image
 
-from vlrl import paths
 from vlrl.benchmarks import load_benchmark
 from vlrl.config import ReportConfig
-from vlrl.predictions import Prediction, ScoredItem, Scores, write_predictions
+from vlrl.core import paths
+from vlrl.items.predictions import Prediction, ScoredItem, Scores, write_predictions
 from vlrl.reporting.frames import Evaluation
 from vlrl.reporting.gallery import build, pick, predicted_box, thumbnail
 from vlrl.reporting.labels import COLORS, TRUTH

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from vlrl.benchmarks import load_benchmark
 from vlrl.config import load_experiment
+from vlrl.config.reads import declared_reads
 from vlrl.reporting import provenance
 from vlrl.reporting.frames import Evaluation
-from vlrl.stages import report
 from vlrl.workflow import resolve, stage_deps
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ def _provenance(cfg, evaluations: list[Evaluation]) -> dict:
     """The provenance, given the report's code files as `vlrl report` gives them (vlrl.cli)."""
     root = stage_deps.source_root().parent
     code = stage_deps.code_files("report", root)
-    return provenance.collect("tiny_shapes", cfg, report.READS, evaluations, code, root)
+    return provenance.collect("tiny_shapes", cfg, declared_reads("report"), evaluations, code, root)
 
 
 def _resolve(model: str, datasets: list[str]) -> None:
@@ -79,7 +79,7 @@ def test_model_data_libraries_and_code(project):
     # the workflow lists the report's code; the report runs none of it (no arrow up)
     assert not [f for f in found["code"]["files"] if f.startswith("workflow_scripts/vlrl/workflow")]
     assert found["config"]["score"]["confidence"] == 0.95
-    assert set(found["config"]) == set(report.READS)
+    assert set(found["config"]) == set(declared_reads("report"))
     _resolve("qwen2.5-vl-3b-instruct", [])
     assert (
         provenance.model_info("qwen2.5-vl-3b-instruct")["repo_id"] == "Qwen/Qwen2.5-VL-3B-Instruct"

@@ -1,4 +1,5 @@
-"""Targeted tests of ``vlrl.rewards._detection`` (the VLM-R1 detection / REC helpers).
+"""Targeted tests of ``vlrl.rewards._detection`` and ``vlrl.rewards._rec`` (the VLM-R1 detection
+and REC helpers).
 
 Each case sits on an edge the random differential test (``test_vlm_r1_released.py``) rarely
 hits: thresholds met exactly, ties, 1-px overlaps, case folding beyond ASCII, the
@@ -17,6 +18,7 @@ import pytest
 import released_vlm_r1 as released
 
 from vlrl.rewards import _detection as det
+from vlrl.rewards import _rec as rec
 from vlrl.rewards import vlm_r1
 
 
@@ -56,7 +58,7 @@ def quiet(fn, *args, **kwargs):
     ],
 )
 def test_iou_edges(a, b, expected) -> None:
-    assert det.iou(a, b) == released.iou(a, b) == expected
+    assert rec.iou(a, b) == released.iou(a, b) == expected
 
 
 # --- REC ground truth and frame sizes -----------------------------------------------------------
@@ -65,7 +67,7 @@ def test_iou_edges(a, b, expected) -> None:
 def test_rec_ground_truth_needs_a_column() -> None:
     message = "needs the 'boxes' or the 'answer' column"
     with pytest.raises(ValueError, match=message):
-        det.rec_ground_truth(0, None, None)
+        rec.rec_ground_truth(0, None, None)
     with pytest.raises(ValueError, match=f"^vlm_r1.rec_iou: row 0: {message}$"):
         vlm_r1.REWARDS["vlm_r1.rec_iou"](["<answer>[0, 0, 1, 1]</answer>"])
 
@@ -86,7 +88,7 @@ def test_rec_ground_truth_needs_a_column() -> None:
 )
 def test_rec_ground_truth_rejects_non_boxes(answer) -> None:
     with pytest.raises(ValueError, match=r"is not a JSON box \[x1, y1, x2, y2\]$"):
-        det.rec_ground_truth(0, [answer], None)
+        rec.rec_ground_truth(0, [answer], None)
 
 
 @pytest.mark.parametrize(
@@ -98,20 +100,20 @@ def test_rec_ground_truth_rejects_non_boxes(answer) -> None:
     ],
 )
 def test_rec_ground_truth_reads_answer_boxes(answer, expected) -> None:
-    assert det.rec_ground_truth(0, [answer], None) == expected
-    assert det.rec_ground_truth(0, [answer], [[]]) == expected  # an empty boxes row falls back
+    assert rec.rec_ground_truth(0, [answer], None) == expected
+    assert rec.rec_ground_truth(0, [answer], [[]]) == expected  # an empty boxes row falls back
 
 
 @pytest.mark.parametrize("grid", [[], [[]]])
 def test_empty_grid_row_means_no_frame(grid) -> None:
     columns = {"image_grid_thw": [grid], "image_sizes": [[[70, 56]]]}
-    assert det.input_and_original_size(0, columns) is None
+    assert rec.input_and_original_size(0, columns) is None
 
 
 def test_input_size_frame_and_missing_original() -> None:
     columns = {"input_size": [[140, 112]], "image_sizes": [[70, 56]]}
-    assert det.input_and_original_size(0, columns) == ((140.0, 112.0), (70.0, 56.0))
-    assert det.input_and_original_size(0, {"input_size": [[140, 112]]}) is None
+    assert rec.input_and_original_size(0, columns) == ((140.0, 112.0), (70.0, 56.0))
+    assert rec.input_and_original_size(0, {"input_size": [[140, 112]]}) is None
 
 
 # --- ground-truth box lists ---------------------------------------------------------------------
@@ -212,7 +214,7 @@ def released_detection(content: str, sol: str, **kwargs) -> float:
 
 
 def ours(content: str, sol: str, **kwargs) -> float:
-    return det.detection_score(det.clean_text(content), det.clean_text(sol), **kwargs)
+    return det.detection_score(rec.clean_text(content), rec.clean_text(sol), **kwargs)
 
 
 @pytest.mark.parametrize(

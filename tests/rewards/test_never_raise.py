@@ -19,7 +19,7 @@ import random
 
 import pytest
 
-from vlrl.rewards import REGISTRY, ConfiguredReward, satori, vlm_r1
+from vlrl.rewards import REGISTRY, ConfiguredReward, _math_verify, satori
 
 SEEDS = range(120)
 GT_BOX = [0, 0, 10, 10]
@@ -268,7 +268,7 @@ NAMES = reward_names()
 @pytest.mark.parametrize("name", NAMES)
 def test_reward_returns_a_number_for_any_text(name: str, monkeypatch) -> None:
     # Deeply nested text makes math-verify run to its timeout; 1 s keeps the test short.
-    monkeypatch.setattr(vlm_r1, "MATH_VERIFY_TIMEOUT_S", 1)
+    monkeypatch.setattr(_math_verify, "MATH_VERIFY_TIMEOUT_S", 1)
     failures = _failures(name, TEXTS)
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:20])
 
@@ -277,6 +277,6 @@ def test_reward_returns_a_number_for_any_text(name: str, monkeypatch) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_reward_returns_a_number_for_100kb_text(name: str, monkeypatch) -> None:
     """Slow: mathruler and math-verify take seconds on 100 kB texts."""
-    monkeypatch.setattr(vlm_r1, "MATH_VERIFY_TIMEOUT_S", 1)
+    monkeypatch.setattr(_math_verify, "MATH_VERIFY_TIMEOUT_S", 1)
     failures = _failures(name, large_texts())
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:20])

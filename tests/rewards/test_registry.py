@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from vlrl.config import GRPOConfig, ThinkingRewardConfig
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.rewards import (
     REGISTRY,
     ConfiguredReward,

@@ -18,8 +18,8 @@ import re
 import pytest
 from released_code import REFERENCE, released_module
 
-from vlrl import prompts
-from vlrl.prompts import PROMPTS
+from vlrl.items import prompt_texts
+from vlrl.items.prompts import PROMPTS
 from vlrl.rewards import REGISTRY
 from vlrl.rewards.satori import (
     CAPTION_BBOX_THINK_ANSWER_PATTERN,
@@ -149,7 +149,7 @@ def test_edge_cases_match_the_oracle(seed: int) -> None:
 
 def test_system_prompt_is_prompt_txt_plus_a_think_step() -> None:
     released_prompt = (REFERENCE / "released_satori_prompt.txt").read_text()
-    step = prompts.SATORI_THINK_STEP
+    step = prompt_texts.SATORI_THINK_STEP
     assert CAPTION_BBOX_THINK_ANSWER_SYSTEM_PROMPT.replace(f" {step}", "") == released_prompt
     assert f"</bbox>. {step} Finally, provide the final answer" in (
         CAPTION_BBOX_THINK_ANSWER_SYSTEM_PROMPT

@@ -16,14 +16,15 @@ Compared, each value exactly or to 1e-9 (OCR: ``np.exp`` released, ``math.exp`` 
 - :func:`parse_thinking_score` with ``get_process_reward`` (``custom.py`` lines 167-218) answered
   by an offline fake server, and :func:`thinking_request` with the body it posts;
 - :func:`sophiavl_user_text` with ``RLHFDataset.__getitem__`` (``dataset.py`` lines 169-175), and
-  the prompt constants of :mod:`vlrl.prompts` with ``dataset.py`` and ``run_train.sh``;
+  the prompt constants of :mod:`vlrl.items.prompts` with ``dataset.py`` and ``run_train.sh``;
 - the hand-written case tables of ``test_sophiavl.py`` with the released values.
 
 Declared deviations (the expected value is the released one on the input shown):
 
 1. Problem-type aliases: vlrl's ``multiple_choice``, ``ocr`` and ``free_form`` are SophiaVL's
-   ``multiple choice``, ``OCR`` and ``free-form`` (:data:`vlrl.prompts.PROBLEM_TYPE_ALIASES`,
-   declared in the reward module's docstring); released, they would fall back to ``numerical``.
+   ``multiple choice``, ``OCR`` and ``free-form``
+   (:data:`vlrl.items.prompt_texts.PROBLEM_TYPE_ALIASES`, declared in the reward module's
+   docstring); released, they would fall back to ``numerical``.
    Expected: the released manager of ``sophiavl_type(problem_type)``.
 2. Non-string ground truths are read as ``str(answer)`` (``outcome_reward``); released,
    ``re.search`` raises TypeError. Expected: the released score of ``str(answer)``.
@@ -49,7 +50,7 @@ from typing import Any
 
 from released_code import released_module
 
-from vlrl.prompts import SOPHIAVL_THINK_PATTERN
+from vlrl.items.prompt_texts import SOPHIAVL_THINK_PATTERN
 from vlrl.rewards.sophiavl import (
     REWARDS,
     SOPHIAVL_QUESTION_TEMPLATE,

@@ -16,7 +16,7 @@ import jinja2
 import pytest
 from released_code import REFERENCE, released_module
 
-from vlrl.prompts import PROMPTS
+from vlrl.items.prompts import PROMPTS
 from vlrl.rewards import REGISTRY
 from vlrl.rewards.vision_sr1 import (
     COT_WEIGHTS,

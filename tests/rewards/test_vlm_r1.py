@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlrl.prompts import PROMPTS
-from vlrl.rewards import REGISTRY, vlm_r1
-from vlrl.rewards._detection import _coco_stats, clean_text, iou
+from vlrl.items.prompts import PROMPTS
+from vlrl.rewards import REGISTRY, _math_verify, vlm_r1
+from vlrl.rewards._detection import _coco_stats
+from vlrl.rewards._rec import clean_text, iou
 
 R = vlm_r1.REWARDS
 
@@ -205,7 +206,7 @@ def test_accuracy_main_thread_does_not_use_a_worker(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("main-thread path must not spawn a process")
 
-    monkeypatch.setattr(vlm_r1, "_call_in_worker", refuse)
+    monkeypatch.setattr(_math_verify, "_call_in_worker", refuse)
     assert R["vlm_r1.accuracy"]([ans("\\frac{2}{4}")], answer=["0.5"]) == [1.0]
 
 
@@ -227,15 +228,15 @@ def test_accuracy_from_a_thread() -> None:
     thread.join(60)
     assert "error" not in got, got.get("error")
     assert got["value"] == [1.0, 0.0, 1.0]
-    assert vlm_r1._pool is not None, "the thread path goes through the worker process"
+    assert _math_verify._pool is not None, "the thread path goes through the worker process"
 
 
 def test_worker_timeout_kills_and_replaces_the_worker() -> None:
     start = time.monotonic()
     with pytest.raises(TimeoutError):
-        vlm_r1._call_in_worker(time.sleep, (60,), 0.5)
+        _math_verify._call_in_worker(time.sleep, (60,), 0.5)
     assert time.monotonic() - start < 30
-    assert vlm_r1._call_in_worker(abs, (-3,), 30) == 3
+    assert _math_verify._call_in_worker(abs, (-3,), 30) == 3
 
 
 # --- object detection: map / odLength (grpo_jsonl.py) --------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from vlrl.rewards import vlm_r1
+from vlrl.rewards import _math_verify, vlm_r1
 
 R = vlm_r1.REWARDS
 
@@ -128,14 +128,14 @@ UNTIMED_CASES = [
 def test_untimed_math_verify_works_off_the_main_thread(pred: str, gold: str, expected) -> None:
     """No signal-based timeout inside: math-verify's own (5 s by default) raise ValueError off
     the main thread, and in the worker they would cut off at 5 s a check it allows 15 s."""
-    assert in_thread(lambda: vlm_r1._mv_equal_untimed(pred, gold)) is expected
+    assert in_thread(lambda: _math_verify._mv_equal_untimed(pred, gold)) is expected
 
 
 def test_worker_pool_is_one_spawned_process() -> None:
     """One spawned worker per trainer process (a fork could copy held locks of other threads;
     a pool per CPU would import sympy that many times)."""
-    assert in_thread(lambda: vlm_r1.math_verify_equal("\\frac{1}{2}", "0.5")) is True
-    pool = vlm_r1._pool
+    assert in_thread(lambda: _math_verify.math_verify_equal("\\frac{1}{2}", "0.5")) is True
+    pool = _math_verify._pool
     assert pool is not None
     # Private Pool attributes: the worker count and the start method it was built with.
     assert pool._processes == 1
@@ -151,9 +151,9 @@ def test_timeout_off_the_main_thread_scores_false(monkeypatch) -> None:
         calls.append((fn, args, timeout))
         raise TimeoutError(f"{fn.__name__} took over {timeout} s")
 
-    monkeypatch.setattr(vlm_r1, "_call_in_worker", timed_out)
-    assert in_thread(lambda: vlm_r1.math_verify_equal("\\frac{1}{2}", "0.5")) is False
-    assert calls == [(vlm_r1._mv_equal_untimed, ("\\frac{1}{2}", "0.5"), 15)], "3 x 5 s"
+    monkeypatch.setattr(_math_verify, "_call_in_worker", timed_out)
+    assert in_thread(lambda: _math_verify.math_verify_equal("\\frac{1}{2}", "0.5")) is False
+    assert calls == [(_math_verify._mv_equal_untimed, ("\\frac{1}{2}", "0.5"), 15)], "3 x 5 s"
 
 
 @pytest.mark.parametrize(
@@ -166,7 +166,9 @@ def test_timeout_off_the_main_thread_scores_false(monkeypatch) -> None:
 def test_worker_timeout_message_names_the_function(fn, expected: str) -> None:
     start = time.monotonic()
     with pytest.raises(TimeoutError) as info:
-        vlm_r1._call_in_worker(fn, (60,), 0.25)
+        _math_verify._call_in_worker(fn, (60,), 0.25)
     assert str(info.value) == f"{expected} took over 0.25 s"
     assert time.monotonic() - start < 30
-    assert vlm_r1._call_in_worker(abs, (-3,), 30) == 3, "a fresh worker replaces the killed one"
+    assert _math_verify._call_in_worker(abs, (-3,), 30) == 3, (
+        "a fresh worker replaces the killed one"
+    )

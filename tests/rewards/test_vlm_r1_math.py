@@ -16,7 +16,7 @@ import random
 import pytest
 from released_code import released_module
 
-from vlrl.rewards import REGISTRY, _vlm_r1_grading, vlm_r1
+from vlrl.rewards import REGISTRY, _math_verify, _vlm_r1_grading, vlm_r1
 
 released = released_module("released_vlm_r1_math.py")
 
@@ -183,7 +183,7 @@ def test_math_verify_failure_still_reaches_the_boxed_step(monkeypatch) -> None:
     def boom(pred: str, gold: str) -> bool:
         raise RuntimeError("sympy")
 
-    monkeypatch.setattr(vlm_r1, "_mv_equal_main", boom)
+    monkeypatch.setattr(_math_verify, "_mv_equal_main", boom)
     assert math("<answer>\\boxed{\\dfrac12}</answer>", "\\frac{1}{2}") == 1.0
 
 

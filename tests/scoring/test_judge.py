@@ -33,10 +33,11 @@ import pytest
 from endpoint_cases import CASES, ECHO_CASES, LEAK_KEY, OPTIONS, closed_port_url, leaks
 from text_models import build_text_models
 
-from vlrl import paths
 from vlrl.config import JudgeConfig, load_experiment
+from vlrl.config.reads import declared_reads
+from vlrl.core import paths
+from vlrl.core.errors import StageError
 from vlrl.endpoints import EndpointCache, redact_url
-from vlrl.errors import StageError
 from vlrl.scoring.judge import (
     Judge,
     JudgeRequest,
@@ -46,7 +47,7 @@ from vlrl.scoring.judge import (
     render_reference,
 )
 from vlrl.scoring.judge_prompts import PROMPTS, JudgePrompt
-from vlrl.servers import unstarted
+from vlrl.serving.commands import unstarted
 from vlrl.stages import score
 from vlrl.workflow.reads import RecordingConfig, undeclared
 
@@ -430,7 +431,7 @@ def test_the_stage_starts_the_judge_it_serves_and_stops_it(text_models, project,
     assert served_id.startswith(f"serve:transformers:{says1}@")
     seen: set[str] = set()
     score.run("tiny_shapes", RecordingConfig(cfg, seen), "grpo", "shapes_test")
-    assert not undeclared(seen, score.READS)  # as the CLI checks it
+    assert not undeclared(seen, declared_reads("score"))  # as the CLI checks it
     assert not _serving_processes(says1)
     data = _scores()
     meta = data["judge"]

@@ -19,8 +19,8 @@ import pytest
 from endpoint_cases import OPTIONS
 
 from vlrl.config import JudgeConfig
+from vlrl.core.errors import ConfigError
 from vlrl.endpoints import EndpointCache
-from vlrl.errors import ConfigError
 from vlrl.scoring.judge import (
     MAX_LOGGED,
     Judge,

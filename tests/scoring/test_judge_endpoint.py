@@ -34,9 +34,9 @@ import pytest
 from endpoint_cases import OPTIONS
 from scipy.stats import binomtest
 
-from vlrl import paths
 from vlrl.config import JudgeConfig, load_experiment
-from vlrl.errors import StageError
+from vlrl.core import paths
+from vlrl.core.errors import StageError
 from vlrl.scoring.judge import Judge, judge_request
 from vlrl.scoring.judge_prompts import mmvet_query
 from vlrl.stages import report, score

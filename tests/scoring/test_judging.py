@@ -29,11 +29,11 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from vlrl.config import JudgeConfig
-from vlrl.errors import StageError
-from vlrl.predictions import Prediction, ScoredItem
+from vlrl.core.errors import StageError
+from vlrl.items.predictions import Prediction, ScoredItem
 from vlrl.scoring import judging
 from vlrl.scoring.judging import apply_judge, candidate
-from vlrl.servers import unstarted
+from vlrl.serving.commands import unstarted
 
 EXP = "judging_exp"
 JUDGE_MODEL = "judge-m"
@@ -300,7 +300,7 @@ def test_a_judge_to_serve_is_started_only_when_a_verdict_is_not_cached(
         )
 
     monkeypatch.setattr(judging, "serving", serving)
-    monkeypatch.setattr("vlrl.servers.gpu_visible", lambda: False)
+    monkeypatch.setattr("vlrl.serving.commands.gpu_visible", lambda: False)
     replying(endpoint, REPLIES)
     cfg = JudgeConfig(serve={"model": "org/judge", "backend": "transformers"}, **OPTIONS)
 

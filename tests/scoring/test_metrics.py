@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 
 from vlrl.benchmarks import MetricSpec
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 from vlrl.scoring.metrics import WEMATH_MEASURES, compute, wemath_counts
 
 

@@ -13,7 +13,7 @@ from statistics import NormalDist
 import pytest
 
 from vlrl.benchmarks import MetricSpec
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 from vlrl.scoring.metrics import (
     WEMATH_MEASURES,
     all_correct,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.scoring.candidate import Candidate, Verdict
 from vlrl.scoring.protocols import PROTOCOLS, _registry, get_protocol
 from vlrl.scoring.protocols.vlrl import is_maths, match

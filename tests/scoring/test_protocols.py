@@ -10,7 +10,7 @@ from reference import vlmevalkit_vqa_eval as vqa_eval
 from reference import vlmevalkit_yorn as yorn
 
 from vlrl.benchmarks import load_benchmark
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.scoring import choice, maths
 from vlrl.scoring.candidate import Candidate, Verdict
 from vlrl.scoring.protocols import PROTOCOLS, get_protocol, judge_mode, vlmevalkit

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vlrl.errors import ConfigError, StageError
+from vlrl.core.errors import ConfigError, StageError
 from vlrl.stages import base_model
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from vlrl import paths
 from vlrl.config import load_experiment
+from vlrl.core import paths
+from vlrl.core.errors import DataError, StageError
 from vlrl.data import shapes
-from vlrl.errors import DataError, StageError
-from vlrl.records import Record
+from vlrl.items.records import Record
 from vlrl.stages import data as stage
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import yaml
 from hub_cache import seed_cache
 
 from vlrl.config import load_dataset
-from vlrl.errors import ConfigError, StageError
+from vlrl.core.errors import ConfigError, StageError
 from vlrl.hub import DATASET_MANIFEST
 from vlrl.stages import download
 

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from vlrl import paths
 from vlrl.algorithms import trl_setup
+from vlrl.cluster.preemption import STOP_AT_ENV
 from vlrl.config import load_experiment
-from vlrl.errors import StageError
-from vlrl.preemption import STOP_AT_ENV
-from vlrl.records import read_records
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.core.volatile import is_run_time
+from vlrl.items.records import read_records
 from vlrl.stages import grpo
-from vlrl.volatile import is_run_time
 
 
 @pytest.fixture()
@@ -252,7 +252,7 @@ def test_multi_image_rows_train(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Rows with two images: one image placeholder per image, and real steps run."""
-    from vlrl.files import write_jsonl
+    from vlrl.core.files import write_jsonl
 
     records = read_records(shapes_data / "train.jsonl")
     pairs = [

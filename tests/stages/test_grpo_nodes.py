@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from vlrl import paths
+from vlrl.cluster.distributed import RENDEZVOUS_PORTS, rendezvous_port
+from vlrl.cluster.threads import THREAD_VARIABLES
 from vlrl.config import load_experiment
-from vlrl.distributed import RENDEZVOUS_PORTS, rendezvous_port
+from vlrl.core import paths
 from vlrl.stages import grpo
-from vlrl.threads import THREAD_VARIABLES
 
 FAKE_SLURM = Path(__file__).with_name("fake_slurm")
 SMALL = [
@@ -36,7 +36,8 @@ SMALL = [
 
 
 def _free_job_id() -> str:
-    """A Slurm job id whose rendezvous port (vlrl.distributed.rendezvous_port) is free here."""
+    """A Slurm job id whose rendezvous port (vlrl.cluster.distributed.rendezvous_port) is free
+    here."""
     low, high = RENDEZVOUS_PORTS
     for job in range(4000, 4000 + high - low):
         with socket.socket() as sock:
@@ -65,7 +66,7 @@ def two_node_job(
     monkeypatch.setenv("FAKE_SRUN_RECORD", str(record))
     monkeypatch.setenv("SLURM_JOB_ID", _free_job_id())
     monkeypatch.setenv("SLURM_JOB_NODELIST", "node[01-02]")
-    # tiny_shapes' cpu_threads, as the CLI pins it for the stage's processes (vlrl.threads;
+    # tiny_shapes' cpu_threads, as the CLI pins it for the stage's processes (vlrl.cluster.threads;
     # torchrun sets one thread per process only when it starts several)
     for name in THREAD_VARIABLES:
         monkeypatch.setenv(name, str(load_experiment("tiny_shapes").cpu_threads))

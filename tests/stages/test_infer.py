@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from processes import session_processes
 
-from vlrl import paths
 from vlrl.config import load_experiment
-from vlrl.errors import StageError
-from vlrl.files import read_jsonl
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.core.files import read_jsonl
 from vlrl.stages import infer
 
 BENCH = "shapes_test"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from vlrl import paths
 from vlrl.algorithms import trl_setup
 from vlrl.config import load_experiment
-from vlrl.errors import StageError
+from vlrl.core import paths
+from vlrl.core.errors import StageError
 from vlrl.stages import merge
 
 

@@ -16,9 +16,10 @@ from independent_stats import scipy_paired_bootstrap, scipy_wilson
 from PIL import Image
 from scipy.stats import binomtest
 
-from vlrl import paths
 from vlrl.config import load_experiment
-from vlrl.errors import StageError
+from vlrl.config.reads import declared_reads
+from vlrl.core import paths
+from vlrl.core.errors import StageError
 from vlrl.stages import report, score
 from vlrl.workflow import resolve, stage_deps
 from vlrl.workflow.reads import RecordingConfig, undeclared
@@ -484,7 +485,7 @@ def test_provenance_has_no_paths_times_or_commit_and_reads_only_declared_keys(pr
     cfg = scored(["report.gallery.n=2"])
     seen: set[str] = set()
     run_report(RecordingConfig(cfg, seen))
-    assert undeclared(seen, report.READS) == []
+    assert undeclared(seen, declared_reads("report")) == []
     out = paths.report_dir(EXP)
     for name in ("index.html", "results.md", "comparisons.md", "results.csv", "published.csv"):
         text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", (out / name).read_text())

@@ -10,10 +10,10 @@ import pytest
 from independent_stats import scipy_wilson
 from typer.testing import CliRunner
 
-from vlrl import paths
 from vlrl.cli import app
 from vlrl.config import load_experiment
-from vlrl.errors import StageError
+from vlrl.core import paths
+from vlrl.core.errors import StageError
 from vlrl.stages import score
 
 REPO = Path(__file__).resolve().parents[2]
@@ -201,7 +201,7 @@ def test_cli_runs_the_stage_and_reports_errors(project):
 
 def test_model_input_boxes_without_their_frames_are_refused(tmp_path: Path) -> None:
     from vlrl.benchmarks import BenchmarkConfig
-    from vlrl.predictions import Prediction
+    from vlrl.items.predictions import Prediction
     from vlrl.stages.score import rule_scores
 
     common = {"id": "r1", "task": "grounding", "problem": "Where?", "prompt": "p", "model": "m"}

@@ -14,10 +14,10 @@ import pytest
 from processes import session_processes
 
 from vlrl.config import SFTConfig, load_experiment
+from vlrl.core.errors import StageError
 from vlrl.data.convert import SHAREGPT_DATASET_INFO, to_sharegpt
-from vlrl.errors import StageError
-from vlrl.prompts import PROMPTS
-from vlrl.records import read_records
+from vlrl.items.prompts import PROMPTS
+from vlrl.items.records import read_records
 from vlrl.stages import sft
 
 VLRL = Path(sys.executable).parent / "vlrl"
@@ -110,8 +110,8 @@ def test_drop_run_records_keeps_the_curve_not_the_times(tmp_path: Path) -> None:
 @pytest.fixture()
 def some_without_reasoning(project: Path, tiny_model_dir: Path, shapes_data: Path) -> list[str]:
     """The tiny model and shapes data in place, two train records without a reasoning target."""
-    from vlrl import paths
-    from vlrl.files import read_jsonl, write_jsonl
+    from vlrl.core import paths
+    from vlrl.core.files import read_jsonl, write_jsonl
 
     shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     data = paths.data_dir("tiny_shapes")
@@ -167,7 +167,7 @@ def test_killed_sft_stops_llamafactory_and_leaves_no_output(
 ) -> None:
     """SIGTERM (Snakemake cancelling the job, a cluster time limit) stops LLaMA-Factory too and
     removes the half-written output; the rerun trains."""
-    from vlrl import paths
+    from vlrl.core import paths
 
     repo = Path(__file__).resolve().parents[2]
     cli = repo / ".venv-sft" / "bin" / "llamafactory-cli"

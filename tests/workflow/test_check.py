@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.workflow.check import check_all
 
 ROOT = Path(__file__).resolve().parents[2]

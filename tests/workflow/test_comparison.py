@@ -23,8 +23,8 @@ import pytest
 import yaml
 from chromium import BROWSER, NO_BROWSER
 
-from vlrl import paths
 from vlrl.config import load_experiment
+from vlrl.core import paths
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "pipeline"))
 from scratch_project import Project

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vlrl.config import StageResources, load_experiment
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.workflow import cores
 from vlrl.workflow.dag import dag_jobs
 

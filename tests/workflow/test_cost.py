@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from vlrl import paths
 from vlrl.config import ModelConfig, TinyModelConfig, load_experiment, load_model
+from vlrl.core import paths
 from vlrl.workflow import cost
+from vlrl.workflow import cost_model as cm
 
 REC = "vlm_r1_rec"
 #: The recipe on the shapes world's pictures (112 x 112: a known image size), 1,000 steps and
@@ -28,12 +29,12 @@ def _hub(parameters: int | None) -> ModelConfig:
     return load_model("qwen2.5-vl-3b-instruct").model_copy(update={"parameters": parameters})
 
 
-def _stage(est: cost.CostEstimate, label: str) -> cost.StageEstimate:
+def _stage(est: cm.CostEstimate, label: str) -> cm.StageEstimate:
     return next(s for s in est.stages if s.label == label)
 
 
 def test_tiny_parameter_count_is_the_real_models_numel(tiny_model) -> None:
-    assert cost.tiny_parameter_count(TinyModelConfig()) == sum(
+    assert cm.tiny_parameter_count(TinyModelConfig()) == sum(
         p.numel() for p in tiny_model.parameters()
     )
 
@@ -43,7 +44,7 @@ def test_vision_tower_count_is_the_frozen_part_of_the_real_model(tiny_model) -> 
     t = TinyModelConfig()
     frozen = sum(p.numel() for name, p in tiny_model.named_parameters() if "visual." in name)
     hv = t.vision_hidden_size
-    assert cost.vision_parameter_count(hv, 2 * hv, t.vision_depth, t.hidden_size) == frozen
+    assert cm.vision_parameter_count(hv, 2 * hv, t.vision_depth, t.hidden_size) == frozen
 
 
 def test_qwen_3b_count_from_its_config_is_the_hubs() -> None:
@@ -52,15 +53,15 @@ def test_qwen_3b_count_from_its_config_is_the_hubs() -> None:
     h, layers, vocab, kv, i = cost.QWEN_3B_TEXT
     layer = (h * h + h) + 2 * (h * kv + kv) + h * h + 3 * h * i + 2 * h
     text = vocab * h + layers * layer + h
-    assert text + cost.vision_parameter_count(*cost.QWEN_VISION, h) == 3_754_622_976
+    assert text + cm.vision_parameter_count(*cm.QWEN_VISION, h) == 3_754_622_976
 
 
 def test_zero_stages_divide_the_16_bytes_per_parameter() -> None:
     n, mixed = 3_000_000_000, (2, 2, 2, 12)  # bf16 weights and grads, fp32 master + 2 moments
-    assert cost.training_state_bytes(n, n, 8, None, mixed)[0] == 16 * n
-    assert cost.training_state_bytes(n, n, 8, "zero2", mixed)[0] == 2 * n + 14 * n / 8
-    assert cost.training_state_bytes(n, n, 8, "zero3", mixed)[0] == 6e9
-    frozen = cost.training_state_bytes(n, 1000, 1, None, (2, 4, 4, 8))[0]
+    assert cm.training_state_bytes(n, n, 8, None, mixed)[0] == 16 * n
+    assert cm.training_state_bytes(n, n, 8, "zero2", mixed)[0] == 2 * n + 14 * n / 8
+    assert cm.training_state_bytes(n, n, 8, "zero3", mixed)[0] == 6e9
+    frozen = cm.training_state_bytes(n, 1000, 1, None, (2, 4, 4, 8))[0]
     assert frozen == (n - 1000) * 2 + 1000 * 16
 
 
@@ -69,38 +70,38 @@ def test_vlm_r1_rec_recipe(project: Path) -> None:
     / 8 generations = 16 prompts, 128 completions per step; ZeRO-3, beta 0.04."""
     cfg = load_experiment(REC, ON_SHAPES)
     n = 3_000_000_000
-    benches = [cost.Benchmark("refcoco_val", 2000)]
+    benches = [cm.Benchmark("refcoco_val", 2000)]
     est = cost.estimate(cfg, _hub(n), grpo_records=20000, benchmarks=benches)
     grpo = _stage(est, "grpo")
     assert grpo.devices == 8 and grpo.on_gpu
     assert grpo.get("epochs") == 1000 * 16 / 20000
-    assert grpo.get(cost.PROMPTS) == 16 and grpo.get(cost.COMPLETIONS) == 128
-    assert grpo.get(cost.GENERATED_MAX) == 128 * 2048
+    assert grpo.get(cm.PROMPTS) == 16 and grpo.get(cm.COMPLETIONS) == 128
+    assert grpo.get(cm.GENERATED_MAX) == 128 * 2048
     # shapes data: 112 x 112 pictures, 16 tokens each, whatever the 12,845,056-pixel budget
-    assert grpo.get(cost.IMAGE_TOKENS) == 16
-    p = 16 + 2 + cost.Assumptions().prompt_text_tokens
-    assert grpo.get(cost.PROMPT_TOKENS) == grpo.get(cost.PROMPT_TOKENS_MAX) == p
+    assert grpo.get(cm.IMAGE_TOKENS) == 16
+    p = 16 + 2 + cm.Assumptions().prompt_text_tokens
+    assert grpo.get(cm.PROMPT_TOKENS) == grpo.get(cm.PROMPT_TOKENS_MAX) == p
     seq = p + 1024  # fill 0.5 of 2048
     # gradient checkpointing: 8N policy; beta > 0: 2N reference forward; 2N generation
     flops = 1000 * (8 * n * 128 * seq + 2 * n * 128 * seq + 2 * n * 128 * seq)
-    assert grpo.get(cost.FLOPS) == pytest.approx(flops)
+    assert grpo.get(cm.FLOPS) == pytest.approx(flops)
     peak = 989e12
     hours = 1000 * (10 * n * 128 * seq / 0.35 + 2 * n * 128 * seq / 0.03) / peak / 3600
-    assert grpo.get(cost.GPU_HOURS) == pytest.approx(hours)
-    assert grpo.get(cost.WALL_HOURS) == pytest.approx(hours / 8)
+    assert grpo.get(cm.GPU_HOURS) == pytest.approx(hours)
+    assert grpo.get(cm.WALL_HOURS) == pytest.approx(hours / 8)
     h, layers, vocab, _, _ = cost.QWEN_3B_TEXT
     activations = 8 * (p + 2048) * 2 * h * layers + 8 * 2048 * vocab * 4
-    assert grpo.get(cost.MEMORY) == pytest.approx(16 * n / 8 + 2 * n / 8 + activations)
+    assert grpo.get(cm.MEMORY) == pytest.approx(16 * n / 8 + 2 * n / 8 + activations)
     infer = _stage(est, "infer base x refcoco_val")
     assert infer.get("generated tokens (max)") == 2000 * 256  # infer.max_new_tokens
     # no picture size: the bound of the processor's max_pixels, 16,384 tokens
-    assert infer.get(cost.IMAGE_TOKENS) == 12845056 // 784 == 16384
-    assert est.gpu_hours == pytest.approx(sum(s.get(cost.GPU_HOURS) for s in est.stages))
+    assert infer.get(cm.IMAGE_TOKENS) == 12845056 // 784 == 16384
+    assert est.gpu_hours == pytest.approx(sum(s.get(cm.GPU_HOURS) for s in est.stages))
 
 
 def test_every_number_says_where_it_comes_from(project: Path) -> None:
     cfg = load_experiment(REC)
-    est = cost.estimate(cfg, _hub(3_000_000_000), benchmarks=[cost.Benchmark("b", 10)])
+    est = cost.estimate(cfg, _hub(3_000_000_000), benchmarks=[cm.Benchmark("b", 10)])
     figures = [f for s in est.stages for f in s.figures]
     assert figures and all(f.basis for f in figures)
     text = "\n".join(est.lines())
@@ -109,12 +110,12 @@ def test_every_number_says_where_it_comes_from(project: Path) -> None:
 
 
 def test_unknown_parameter_count_keeps_the_token_counts(project: Path) -> None:
-    est = cost.estimate(load_experiment(REC), _hub(None), benchmarks=[cost.Benchmark("b", 10)])
+    est = cost.estimate(load_experiment(REC), _hub(None), benchmarks=[cm.Benchmark("b", 10)])
     grpo = _stage(est, "grpo")
-    assert grpo.get(cost.COMPLETIONS) == 128
-    assert cost.UNKNOWN_N in grpo.assumptions and est.parameters is None
+    assert grpo.get(cm.COMPLETIONS) == 128
+    assert cm.UNKNOWN_N in grpo.assumptions and est.parameters is None
     with pytest.raises(KeyError, match="no figure 'FLOPs'"):
-        grpo.get(cost.FLOPS)
+        grpo.get(cm.FLOPS)
     assert est.gpu_hours is None
 
 
@@ -136,17 +137,17 @@ def test_iterations_vllm_and_lora(project: Path) -> None:
     )
     n = 3_000_000_000
     grpo = _stage(cost.estimate(cfg, _hub(n), grpo_records=1000), "grpo")
-    assert grpo.get(cost.COMPLETIONS) == 128 and grpo.get(cost.GENERATED_COMPLETIONS) == 64
+    assert grpo.get(cm.COMPLETIONS) == 128 and grpo.get(cm.GENERATED_COMPLETIONS) == 64
     assert grpo.get("epochs") == 1000 * 16 / 2 / 1000  # new prompts every other step
     seq = 146 + 1024
     train = 1000 * (6 * n * 128 * seq + 2 * 2 * n * 64 * seq)  # reference + old policy
-    assert grpo.get(cost.FLOPS) == pytest.approx(train + 1000 * 2 * n * 64 * seq)
+    assert grpo.get(cm.FLOPS) == pytest.approx(train + 1000 * 2 * n * 64 * seq)
     h, layers, vocab, kv, i = cost.QWEN_3B_TEXT
     lora = 8 * layers * (2 * h + 2 * (h + kv) + 2 * h + 3 * (h + i))
     activations = 8 * (146 + 2048) * 34 * h * layers + 8 * 2048 * vocab * 4
     state = (n - lora) * 2 + lora * 16  # bf16 base, fp32 adapter + grads + AdamW
     expected = state + activations + 0.25 * 80e9  # no reference copy under LoRA
-    assert grpo.get(cost.MEMORY) == pytest.approx(expected)
+    assert grpo.get(cm.MEMORY) == pytest.approx(expected)
 
 
 def test_frozen_vision_on_cpu(project: Path) -> None:
@@ -155,10 +156,10 @@ def test_frozen_vision_on_cpu(project: Path) -> None:
     model = load_model(cfg.base_model)
     grpo = _stage(cost.estimate(cfg, model), "grpo")
     t, n = model.tiny, 392_000
-    vision = cost.vision_parameter_count(t.vision_hidden_size, 2 * t.vision_hidden_size, 2, 64)
+    vision = cm.vision_parameter_count(t.vision_hidden_size, 2 * t.vision_hidden_size, 2, 64)
     pd, tokens = 32, 146 + 48
     activations = pd * tokens * 34 * 64 * 2 + pd * 48 * 600 * 4
-    assert grpo.get(cost.MEMORY) == 4 * n + 12 * (n - vision) + activations
+    assert grpo.get(cm.MEMORY) == 4 * n + 12 * (n - vision) + activations
 
 
 def test_sft_counts_records_epochs_and_cutoff(project: Path) -> None:
@@ -171,21 +172,21 @@ def test_sft_counts_records_epochs_and_cutoff(project: Path) -> None:
     assert sft.get("records") == 500
     assert sft.get("tokens/record") == 100  # 146 prompt + 256 target, cut at cutoff_len
     assert sft.get("tokens") == 500 * 6 * 100
-    assert sft.get(cost.STEPS) == 6 * 32  # ceil(500 / (8 x 2 GPUs)) per epoch
-    assert sft.get(cost.FLOPS) == 6 * 392_000 * (500 * 6 * 100)  # 6 N D
+    assert sft.get(cm.STEPS) == 6 * 32  # ceil(500 / (8 x 2 GPUs)) per epoch
+    assert sft.get(cm.FLOPS) == 6 * 392_000 * (500 * 6 * 100)  # 6 N D
     assert _stage(est, "grpo").devices == 2 and not _stage(est, "grpo").on_gpu
 
 
 def test_infer_budget_and_unknown_items(project: Path) -> None:
     cfg = load_experiment("tiny_shapes")
-    benches = [cost.Benchmark("a", 100, max_new_tokens=10), cost.Benchmark("b", None)]
+    benches = [cm.Benchmark("a", 100, max_new_tokens=10), cm.Benchmark("b", None)]
     est = cost.estimate(cfg, load_model(cfg.base_model), benchmarks=benches)
     assert [s.label for s in est.stages if s.stage == "infer"] == [
         f"infer {c} x {b}" for c in ("base", "sft", "grpo") for b in ("a", "b")
     ]
     a = _stage(est, "infer base x a")
     assert a.get("generated tokens (max)") == 1000 and a.get("generated tokens") == 500
-    assert a.get(cost.FLOPS) == 2 * 392_000 * (100 * a.get(cost.PROMPT_TOKENS) + 500)
+    assert a.get(cm.FLOPS) == 2 * 392_000 * (100 * a.get(cm.PROMPT_TOKENS) + 500)
     assert _stage(est, "infer sft x b").get("items") is None
     assert est.gpu_hours == 0  # all on CPU
 
@@ -193,7 +194,7 @@ def test_infer_budget_and_unknown_items(project: Path) -> None:
 def test_unknown_gpu_is_named(project: Path) -> None:
     cfg = load_experiment("tiny_shapes")
     with pytest.raises(ValueError, match="'v100' is not one of"):
-        cost.estimate(cfg, load_model(cfg.base_model), assumptions=cost.Assumptions(gpu="v100"))
+        cost.estimate(cfg, load_model(cfg.base_model), assumptions=cm.Assumptions(gpu="v100"))
 
 
 # ---------------------------------------------------------------- a measured tiny GRPO run
@@ -213,7 +214,7 @@ def _prompt_lengths(cfg, data: Path, model_dir: Path) -> tuple[list[int], int]:
     from trl.data_utils import prepare_multimodal_messages
 
     from vlrl.algorithms.trl_setup import build_dataset, select_tasks
-    from vlrl.records import read_records
+    from vlrl.items.records import read_records
 
     processor = AutoProcessor.from_pretrained(
         model_dir, min_pixels=cfg.grpo.image_min_pixels, max_pixels=cfg.grpo.image_max_pixels
@@ -262,25 +263,25 @@ def test_estimate_matches_a_measured_tiny_grpo_run(
         ],
     )
     lengths, image_tokens = _prompt_lengths(cfg, paths.data_dir("tiny_shapes"), tiny_model_dir)
-    text = max(lengths) - image_tokens - cost.MARKERS
+    text = max(lengths) - image_tokens - cm.MARKERS
     model = ModelConfig(tiny=TinyModelConfig())  # the fixture's shape
-    est = cost.estimate(cfg, model, assumptions=cost.Assumptions(prompt_text_tokens=text))
+    est = cost.estimate(cfg, model, assumptions=cm.Assumptions(prompt_text_tokens=text))
     est_grpo = _stage(est, "grpo")
-    assert est_grpo.get(cost.IMAGE_TOKENS) == image_tokens == 16
-    assert est_grpo.get(cost.PROMPT_TOKENS_MAX) == max(lengths)
+    assert est_grpo.get(cm.IMAGE_TOKENS) == image_tokens == 16
+    assert est_grpo.get(cm.PROMPT_TOKENS_MAX) == max(lengths)
 
     grpo.run("tiny_shapes", cfg)
     summary = json.loads((paths.grpo_dir("tiny_shapes") / "train_summary.json").read_text())
     logged = [h for h in summary["log_history"] if "num_tokens" in h]
-    assert summary["steps"] == est_grpo.get(cost.STEPS) == 2 and len(logged) == 2
-    completions = est_grpo.get(cost.COMPLETIONS)
-    assert SEEN == [(completions, est_grpo.get(cost.PROMPTS))] * 2 == [(8, 4)] * 2
+    assert summary["steps"] == est_grpo.get(cm.STEPS) == 2 and len(logged) == 2
+    completions = est_grpo.get(cm.COMPLETIONS)
+    assert SEEN == [(completions, est_grpo.get(cm.PROMPTS))] * 2 == [(8, 4)] * 2
     seen = 0.0
     for h in logged:
         tokens, seen = h["num_tokens"] - seen, h["num_tokens"]
         generated = completions * h["completions/mean_length"]
         assert h["completions/max_length"] <= cfg.grpo.max_completion_length
-        assert generated <= est_grpo.get(cost.GENERATED_MAX)
-        assert tokens <= est_grpo.get(cost.TOKENS_MAX)
+        assert generated <= est_grpo.get(cm.GENERATED_MAX)
+        assert tokens <= est_grpo.get(cm.TOKENS_MAX)
         prompt = (tokens - generated) / completions  # TRL's mean prompt length this step
-        assert min(lengths) <= prompt <= est_grpo.get(cost.PROMPT_TOKENS_MAX)
+        assert min(lengths) <= prompt <= est_grpo.get(cm.PROMPT_TOKENS_MAX)

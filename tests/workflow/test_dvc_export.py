@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vlrl import paths
 from vlrl.config import load_experiment, load_model
-from vlrl.errors import VlrlError
+from vlrl.core import paths
+from vlrl.core.errors import VlrlError
 from vlrl.reporting import provenance
 from vlrl.workflow import dvc_export, stage_deps
 from vlrl.workflow.dag import dag_jobs

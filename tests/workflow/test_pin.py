@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from vlrl.config import load_dataset, load_model
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from vlrl import paths
 from vlrl.cli import app
+from vlrl.config.reads import declared_reads
+from vlrl.core import paths
 from vlrl.workflow import resolve
-from vlrl.workflow.stage_deps import declared_reads
 
 ROOT = Path(__file__).resolve().parents[2]
 

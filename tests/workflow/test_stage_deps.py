@@ -1,14 +1,15 @@
-"""A stage's dependencies are derived from its code: imports walked, READS parsed, couplings cut."""
+"""A stage's dependencies are derived from its code: imports walked, couplings cut; the keys it
+reads are declared in vlrl.config.reads."""
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from vlrl.errors import ConfigError
+from vlrl.config.reads import STAGE_READS, declared_reads
+from vlrl.core.errors import ConfigError
 from vlrl.workflow import stage_deps
 from vlrl.workflow.reads import RecordingConfig, undeclared
 
@@ -27,11 +28,11 @@ def test_every_stage_has_its_module_its_packages_and_no_config(stage: str) -> No
     assert {f"stages/{stage}.py", "stages/__init__.py", "__init__.py"} <= found
     config = {f for f in found if f.startswith("config/")}
     assert not config, "config's effect on a stage is the resolved values it reads"
-    assert "threads.py" in found, "the CLI pins threads before every stage"
-    assert "cli.py" not in found
+    assert "cluster/threads.py" in found, "the CLI pins threads before every stage"
+    assert not {f for f in found if f.startswith("cli/")}, "the command's own plumbing is not code"
     # no stage runs the workflow layer above it (the report is given its code files by the CLI)
     assert not {f for f in found if f.startswith("workflow/")}
-    assert stage_deps.declared_reads(stage)
+    assert declared_reads(stage)
 
 
 @pytest.mark.parametrize(
@@ -53,11 +54,22 @@ def test_couplings_are_cut(stage: str, absent: list[str]) -> None:
     [
         (
             "grpo",
-            ["rewards/vlm_r1.py", "algorithms/trust_grpo.py", "endpoints/client.py", "answers.py"],
+            [
+                "rewards/vlm_r1.py",
+                "algorithms/trust_grpo.py",
+                "endpoints/client.py",
+                "items/answers.py",
+            ],
         ),
         ("infer", ["generation/hf.py", "generation/vllm.py", "data/convert.py", "benchmarks.py"]),
-        ("score", ["scoring/rules.py", "scoring/judge.py", "answers.py", "endpoints/client.py"]),
-        ("report", ["scoring/stats.py", "predictions.py", "reporting/templates/index.html.j2"]),
+        (
+            "score",
+            ["scoring/rules.py", "scoring/judge.py", "items/answers.py", "endpoints/client.py"],
+        ),
+        (
+            "report",
+            ["scoring/stats.py", "items/predictions.py", "reporting/templates/index.html.j2"],
+        ),
     ],
 )
 def test_lazy_and_indirect_imports_are_followed(stage: str, present: list[str]) -> None:
@@ -72,9 +84,12 @@ def _scratch(tmp_path: Path) -> Path:
 def test_a_new_import_is_a_new_dependency(tmp_path: Path) -> None:
     root = _scratch(tmp_path)
     merge = root / PKG / "stages" / "merge.py"
-    assert "answers.py" not in files("merge", root)
-    merge.write_text(merge.read_text() + "\n\ndef _late():\n    from vlrl import answers\n")
-    assert "answers.py" in files("merge", root)
+    assert "items/answers.py" not in files("merge", root)
+    merge.write_text(merge.read_text() + "\n\ndef _late():\n    from vlrl.items import answers\n")
+    assert "items/answers.py" in files("merge", root)
+    # an old path (vlrl.core.moved) is a dependency on the module it moved to
+    merge.write_text(merge.read_text() + "\n\ndef _older():\n    from vlrl import predictions\n")
+    assert "items/predictions.py" in files("merge", root)
 
 
 def test_type_checking_imports_are_not_dependencies(tmp_path: Path) -> None:
@@ -84,7 +99,7 @@ def test_type_checking_imports_are_not_dependencies(tmp_path: Path) -> None:
         merge.read_text()
         + "\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from vlrl import answers\n"
     )
-    assert "answers.py" not in files("merge", root)
+    assert "items/answers.py" not in files("merge", root)
 
 
 def test_relative_imports_are_followed(tmp_path: Path) -> None:
@@ -94,16 +109,11 @@ def test_relative_imports_are_followed(tmp_path: Path) -> None:
     assert "scoring/stats.py" in files("merge", root)
 
 
-def test_missing_or_malformed_reads_is_an_error(tmp_path: Path) -> None:
+def test_every_stage_and_no_other_declares_the_keys_it_reads(tmp_path: Path) -> None:
+    assert set(STAGE_READS) == set(STAGES)
+    with pytest.raises(ConfigError, match=r"stage 'no_such_stage'.*vlrl/config/reads\.py"):
+        declared_reads("no_such_stage")
     root = _scratch(tmp_path)
-    merge = root / PKG / "stages" / "merge.py"
-    text = merge.read_text()
-    merge.write_text(re.sub(r"\nREADS = .*", '\nREADS = ["base_model"]', text))
-    with pytest.raises(ConfigError, match="READS must be a tuple of strings"):
-        stage_deps.declared_reads("merge", root)
-    merge.write_text(text.replace("READS =", "NOT_READS ="))
-    with pytest.raises(ConfigError, match=r"merge\.py: no READS"):
-        stage_deps.declared_reads("merge", root)
     with pytest.raises(ConfigError, match="has no module"):
         stage_deps.code_files("no_such_stage", root)
 
@@ -195,6 +205,9 @@ def test_a_reward_family_is_code_of_the_runs_that_list_its_rewards() -> None:
         "rewards/vlm_r1.py",
         "rewards/_vlm_r1_grading.py",
         "rewards/_detection.py",
+        "rewards/_rec.py",
+        "rewards/_math_verify.py",
+        "rewards/_satori_boxes.py",
     }
     satori = narrowed("satori.format_think")
     assert "rewards/satori.py" in satori and "rewards/vlm_r1.py" not in satori
@@ -202,4 +215,4 @@ def test_a_reward_family_is_code_of_the_runs_that_list_its_rewards() -> None:
         everything
     )
     # the sharing and the command line's plumbing are no stage's code
-    assert not {"sharing.py", "cli_support.py", "cli.py"} & everything
+    assert not {"sharing.py", "cli/__init__.py", "cli/support.py", "cli/commands.py"} & everything

@@ -1,7 +1,7 @@
 """Edge cases of :mod:`vlrl.workflow.stage_deps` on tiny fake source trees (no copy of the real
-one): every function honours its ``root``, relative and guarded imports resolve exactly, READS
-and FILES are read in order and re-read when their module changes, and each malformed
-declaration is an error naming the file at fault."""
+one): every function honours its ``root``, relative and guarded imports resolve exactly, FILES
+are read in order and re-read when their module changes, and each malformed declaration is an
+error naming the file at fault."""
 
 from __future__ import annotations
 
@@ -12,23 +12,24 @@ from pathlib import Path
 import pytest
 
 import vlrl
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.workflow import stage_deps
 
 # A minimal project: the entry command, one module it runs first, two stages (one using the
-# rewards), a shared READS tuple in vlrl.stages and a reward registry with two families. Its
+# rewards) and a reward registry with two families. Its
 # names do not exist in the real package, so a function that ignored ``root`` fails here.
 BASE = {
     "__init__.py": "",
-    "cli.py": (
+    "cli/__init__.py": "",
+    "cli/commands.py": (
         "from vlrl import boot\nfrom vlrl.stages import alpha\nfrom vlrl.workflow import tool\n"
     ),
     "boot.py": "",
     "workflow/__init__.py": "",
     "workflow/tool.py": "",
-    "stages/__init__.py": 'SHARED = ("seed", "model.name")\n',
-    "stages/alpha.py": 'from vlrl.stages import SHARED\n\nREADS = ("first", *SHARED, "last")\n',
-    "stages/gamma.py": 'from vlrl import rewards\n\nREADS = ("grpo",)\n',
+    "stages/__init__.py": "",
+    "stages/alpha.py": "",
+    "stages/gamma.py": "from vlrl import rewards\n",
     "stages/notes.txt": "not a stage",
     "rewards/__init__.py": "from vlrl.rewards import fam_a, fam_b\n",
     "rewards/fam_a.py": "",
@@ -115,10 +116,6 @@ def test_a_missing_module_or_stage_names_the_source_tree(tmp_path: Path) -> None
         stage_deps.data_files("vlrl.nope", root)
     with pytest.raises(ConfigError, match=rf"^stage 'nope' has no module {where}/vlrl/stages/$"):
         stage_deps.code_modules("nope", root)
-    with pytest.raises(
-        ConfigError, match=rf"^stage 'nope' has no module under {where}/vlrl/stages/$"
-    ):
-        stage_deps.declared_reads("nope", root)
 
 
 def test_a_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
@@ -181,44 +178,3 @@ def test_files_that_is_not_a_literal_is_an_error(tmp_path: Path) -> None:
     root = _tree(tmp_path, {"mod.py": 'FILES = tuple(["a/*.j2"])\n', "a/x.j2": ""})
     with pytest.raises(ConfigError, match=r"mod\.py: FILES must be a tuple of strings"):
         stage_deps.data_files("vlrl.mod", root)
-
-
-def test_reads_keeps_order_and_unpacks_the_shared_tuple_of_the_tree(tmp_path: Path) -> None:
-    root = _tree(tmp_path)
-    assert stage_deps.declared_reads("alpha", root) == ("first", "seed", "model.name", "last")
-    stage = root / "workflow_scripts" / "vlrl" / "stages" / "alpha.py"
-    _rewrite(stage, 'READS = ("other",)\n')
-    assert stage_deps.declared_reads("alpha", root) == ("other",)
-
-
-@pytest.mark.parametrize(
-    ("source", "message"),
-    [
-        ('READS = ("a", 3)', r"alpha\.py: READS must be a tuple of strings"),
-        ('OTHER = "b"\nREADS = ("a", OTHER)', r"alpha\.py: READS must be a tuple of strings"),
-        ('READS = ("a", *f())', r"alpha\.py: READS must be a tuple of strings"),
-        (
-            'from os import sep\nREADS = ("a", *sep)',
-            r"alpha\.py: READS unpacks sep, which is not imported from a vlrl module$",
-        ),
-        (
-            'READS = ("a", *UNKNOWN)',
-            r"alpha\.py: READS unpacks UNKNOWN, which is not imported from a vlrl module$",
-        ),
-        (
-            'from vlrl.stages import LISTED\nREADS = ("a", *LISTED)',
-            r"stages/__init__\.py: LISTED must be a tuple of strings \(unpacked by .*alpha\.py\)$",
-        ),
-        (
-            'from vlrl.stages import MIXED\nREADS = ("a", *MIXED)',
-            r"stages/__init__\.py: MIXED must be a tuple of strings \(unpacked by .*alpha\.py\)$",
-        ),
-    ],
-)
-def test_malformed_reads_is_an_error_naming_the_file(
-    tmp_path: Path, source: str, message: str
-) -> None:
-    shared = 'LISTED = ["x"]\nMIXED = ("x", 1)\n'
-    root = _tree(tmp_path, {"stages/alpha.py": source + "\n", "stages/__init__.py": shared})
-    with pytest.raises(ConfigError, match=message):
-        stage_deps.declared_reads("alpha", root)

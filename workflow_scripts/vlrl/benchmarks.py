@@ -4,9 +4,12 @@ cap on items. Scoring rules follow each item's ``problem_type`` (see :mod:`vlrl.
 Loaders:
 
 - ``experiment_split``: a held-out split of the experiment's own data (the shapes world);
-- ``records``: a file of canonical records (:mod:`vlrl.records`, images relative to the file)
+- ``records``: a file of canonical records (:mod:`vlrl.items.records`, images relative to the file)
   in a dataset the download stage fetched (``dataset:``, a ``config/datasets/`` name), so the
   DAG runs download → infer → score → report. Every row is checked before any is used.
+
+May import: :mod:`vlrl.core`, :mod:`vlrl.config`, :mod:`vlrl.items`, :mod:`vlrl.sharing`,
+:mod:`vlrl.scoring`, :mod:`vlrl.data`.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from vlrl import paths, sharing
+from vlrl import sharing
 from vlrl.config import KeyProblems, Section, load_named
 from vlrl.config.base import UniqueList
-from vlrl.errors import ConfigError, DataError
-from vlrl.records import Record, read_records
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError, DataError
+from vlrl.items.records import Record, read_records
 from vlrl.scoring.measures import WemathMeasure
 
 

@@ -13,6 +13,8 @@ that already holds the files and never fills one from its cache, so an offline r
 pre-seeded cache would fail. And offline it returns the whole cached snapshot, whatever
 ``allow_patterns`` says, so the patterns are applied again when copying: the output is the same
 online and offline.
+
+May import: :mod:`vlrl.core`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from vlrl.errors import ConfigError, StageError
+from vlrl.core.errors import ConfigError, StageError
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ def check_revision(revision: str) -> str:
     >>> check_revision("main")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    vlrl.errors.ConfigError: revision 'main' looks like a branch name, which moves over time; ...
+    vlrl.core.errors.ConfigError: revision 'main' looks like a branch name, ...
     """
     if _SHA.fullmatch(revision):
         return revision

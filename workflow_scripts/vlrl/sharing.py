@@ -21,6 +21,8 @@ The workflow (``rules/common.smk``) asks the same functions, so a child's GRPO j
 ``results/<parent>/data`` and ``results/<parent>/sft`` in both Snakemake and dvc.yaml. Where an
 experiment's inputs live is also written into its params files (:func:`shared_inputs`), so that
 moving an input from one owner to another reruns the stages that read it, in both tools.
+
+May import: :mod:`vlrl.core`, :mod:`vlrl.config`.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths
-from vlrl.errors import ConfigError
+from vlrl.config.keys import select
+from vlrl.config.reads import declared_reads
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError
 
 SHARED_STAGES = ("data", "sft", "grpo", "merge", "infer", "score")
 """The stages whose outputs a child may take from an ancestor (not the report: each experiment's
@@ -72,10 +76,7 @@ def resolved(exp: str) -> dict[str, Any] | None:
 
 
 def stage_values(stage: str, tree: dict[str, Any]) -> dict[str, Any]:
-    """The resolved values of the keys ``stage`` declares it reads (its ``READS``)."""
-    from vlrl.config.keys import select
-    from vlrl.workflow.stage_deps import declared_reads
-
+    """The resolved values of the keys ``stage`` reads (:mod:`vlrl.config.reads`)."""
     return select(tree, declared_reads(stage))
 
 

@@ -13,10 +13,10 @@ import pytest
 from hub_parquet import image_bytes
 
 from vlrl.config import load_dataset
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.easyr1 import split_of
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 
 #: datasets.Image as the hub parquet stores it: a {bytes, path} struct.
 IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])

@@ -13,13 +13,13 @@ import pytest
 import yaml
 from hub_parquet import image_bytes
 
-from vlrl.answers import dumps_box
 from vlrl.benchmarks import BenchmarkConfig, subsample
 from vlrl.config import load_dataset
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset, lisa_grounding
-from vlrl.errors import DataError
-from vlrl.predictions import prediction_of
-from vlrl.records import read_records
+from vlrl.items.answers import dumps_box
+from vlrl.items.predictions import prediction_of
+from vlrl.items.records import read_records
 from vlrl.stages.score import rule_scores
 
 ANNOTATIONS = "rec_jsons_processed.zip"

@@ -13,10 +13,10 @@ import pytest
 from hub_parquet import image_bytes
 
 from vlrl.config import load_dataset
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.llamafactory_sharegpt import SUBSETS
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 
 #: Vision-SR1's see-think instruction, shortened: the cold-start user turns carry theirs.
 FORMAT = " You are tasked with analyzing an image/video to generate a detailed description."

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from hub_parquet import encoded_image, write_parquet
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.mme import COGNITION, PERCEPTION
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 
 FIRST = "data/test-00000-of-00004-a25dbe3b44c4fda6.parquet"
 SECOND = "data/test-00001-of-00004-7d22c7f1aba6fca4.parquet"

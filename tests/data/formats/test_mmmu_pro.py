@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from hub_parquet import encoded_image, write_parquet
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.mmmu_pro import VISION_PROMPT
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 
 STANDARD = (
     "standard (10 options)/test-00000-of-00002.parquet",

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from hub_parquet import image_bytes, write_parquet
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.mmstar import parse_options
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 
 FILE = "mmstar.parquet"
 MATHVISTA_HINT = (

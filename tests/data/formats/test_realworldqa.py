@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hub_parquet import encoded_image, write_parquet
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.realworldqa import (
     MC_INSTRUCTION,
@@ -18,8 +19,7 @@ from vlrl.data.formats.realworldqa import (
     parse_options,
     strip_instruction,
 )
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 
 SHARDS = ("data/test-00000-of-00002.parquet", "data/test-00001-of-00002.parquet")
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from hub_parquet import encoded_image, write_parquet
 
-from vlrl.answers import dumps_box
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset, refcoco
 from vlrl.data.formats.refcoco import PROBLEM
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.answers import dumps_box
+from vlrl.items.records import read_records
 
 VAL = "data/val-00000-of-00001-3f7a1c2d.parquet"
 TESTA = "data/testA-00000-of-00001-9b2e4d10.parquet"

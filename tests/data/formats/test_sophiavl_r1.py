@@ -12,9 +12,9 @@ import pytest
 from hub_parquet import image_bytes
 
 from vlrl.config import load_dataset
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 from vlrl.rewards.sophiavl import outcome_score
 
 #: Subset → its json file, as SophiaVL's dataset_info.json (e6408a0) names them.

@@ -13,9 +13,9 @@ import pytest
 from hub_parquet import image_bytes
 
 from vlrl.config import load_dataset
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 
 HORSES = "equestrian/006_14295751692.jpg"
 #: A detection answer as issue #246's gpt turn writes one.

@@ -13,9 +13,9 @@ import pytest
 from hub_parquet import image_bytes
 
 from vlrl.config import load_dataset
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 from vlrl.rewards.vlm_r1 import odlength_reward, weighted_sum_reward
 
 #: Issue #246's OVD training line, as a VLM-R1 author posted it (om-ai-lab/VLM-R1, 2025-04-28).

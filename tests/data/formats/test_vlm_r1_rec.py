@@ -14,12 +14,12 @@ import pytest
 import yaml
 from hub_parquet import image_bytes
 
-from vlrl.answers import dumps_box
 from vlrl.benchmarks import subsample
 from vlrl.config import load_dataset
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset, vlm_r1_rec
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.answers import dumps_box
+from vlrl.items.records import read_records
 
 ANNOTATIONS = "rec_jsons_processed.zip"
 IMAGES = "train2014.zip"

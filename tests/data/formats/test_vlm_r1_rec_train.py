@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from hub_parquet import image_bytes
 
-from vlrl.answers import dumps_box
 from vlrl.config import load_dataset
+from vlrl.core.errors import DataError
 from vlrl.data.formats import ImageStore, convert_dataset, vlm_r1_rec_train
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.answers import dumps_box
+from vlrl.items.records import read_records
 from vlrl.rewards.vlm_r1 import rec_iou_reward
 
 ANNOTATIONS = "rec_jsons_processed.zip"

@@ -15,10 +15,10 @@ import pytest
 from hub_parquet import encoded_image, image_bytes, write_parquet
 
 from vlrl.config import load_dataset
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
-from vlrl.errors import DataError
-from vlrl.prompts import CAPTION_BBOX_ANSWER_SYSTEM_PROMPT
-from vlrl.records import read_records
+from vlrl.items.prompt_texts import CAPTION_BBOX_ANSWER_SYSTEM_PROMPT
+from vlrl.items.records import read_records
 from vlrl.rewards.satori import BBoxIoUReward, CaptionReward, vqa_reward
 
 #: A value that leaves its field out of the row.

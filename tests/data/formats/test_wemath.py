@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from hub_parquet import encoded_image, write_parquet
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import convert_dataset
 from vlrl.data.formats.wemath import parse_options
-from vlrl.errors import DataError
-from vlrl.records import read_records
+from vlrl.items.records import read_records
 
 FILE = "data/testmini-00000-of-00001-adbfe22dcd3558e6.parquet"
 

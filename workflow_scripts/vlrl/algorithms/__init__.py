@@ -3,6 +3,9 @@
 - ``grpo``: TRL's GRPOTrainer as is.
 - ``trust_grpo``: SophiaVL-R1's Trust-GRPO (:mod:`vlrl.algorithms.trust_grpo`).
 - ``self_reward``: Vision-SR1's image-free second pass (:mod:`vlrl.algorithms.self_reward`).
+
+May import: :mod:`vlrl.core`, :mod:`vlrl.config`, :mod:`vlrl.items`, :mod:`vlrl.cluster`,
+:mod:`vlrl.serving`, :mod:`vlrl.rewards`, :mod:`vlrl.data`.
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 - the reward models it calls, when they set ``serve``: ``grpo.reward_model`` (the
   ``sophiavl.thinking`` reward), ``grpo.trust.reward_model`` under ``trust_grpo``
-  (:func:`vlrl.servers.serving`);
+  (:func:`vlrl.serving.servers.serving`);
 - TRL's vLLM server under ``grpo.use_vllm`` with ``vllm_mode: server`` (``trl vllm-serve`` of the
-  start model, :mod:`vlrl.trl_server`).
+  start model, :mod:`vlrl.serving.trl_vllm`).
 
 A server with GPUs of its own (``serve.gpus``, ``grpo.vllm_server_gpus``: together
 ``grpo.server_gpus``) takes the last visible GPUs of the node and the training ranks keep the
-first ones, rank 0 on the first (:func:`gpu_split`, :mod:`vlrl.server_gpus`); ``vlrl check``
+first ones, rank 0 on the first (:func:`gpu_split`, :mod:`vlrl.serving.gpus`); ``vlrl check``
 counts the ranks the same way (GPUs less ``grpo.server_gpus``). The servers run in the stage's
 care for the whole training, their logs in ``logs/grpo/<exp>/``; the ranks get the reward
 models' addresses in their config file and TRL's server in ``$VLRL_TRL_VLLM_SERVER``.
@@ -22,12 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths, trl_server
 from vlrl.config import EndpointConfig, ExperimentConfig, GRPOConfig
-from vlrl.errors import StageError
+from vlrl.core import paths
+from vlrl.core.errors import StageError
 from vlrl.rewards import configured_settings
-from vlrl.server_gpus import DeviceSplit, stage_split
-from vlrl.servers import serving
+from vlrl.serving import trl_vllm
+from vlrl.serving.gpus import DeviceSplit, stage_split
+from vlrl.serving.servers import serving
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +45,10 @@ def gpu_split(cfg: ExperimentConfig) -> DeviceSplit:
     (none on CPU).
 
     Raises:
-        ConfigError: see :func:`vlrl.server_gpus.stage_split`.
+        ConfigError: see :func:`vlrl.serving.gpus.stage_split`.
     """
     wants: dict[str, Any] = _reward_models(cfg.grpo)
-    wants[trl_server.NAME] = trl_server.server_gpus(cfg.grpo)
+    wants[trl_vllm.NAME] = trl_vllm.server_gpus(cfg.grpo)
     return stage_split(cfg.resources.grpo, wants)
 
 
@@ -72,7 +73,7 @@ def served(
     served_keys = [k for k in configured_settings(grpo.rewards) if getattr(grpo, k).serve]
     trust_rm = _reward_models(grpo)["grpo.trust.reward_model"]
     trust_rm = trust_rm if trust_rm is not None and trust_rm.serve is not None else None
-    trl_gpus = trl_server.server_gpus(grpo)
+    trl_gpus = trl_vllm.server_gpus(grpo)
     if not (served_keys or trust_rm or trl_gpus):
         yield cfg
         return
@@ -99,6 +100,6 @@ def served(
                 update={"reward_model": stack.enter_context(rm)}
             )
         if trl_gpus:
-            gpus = devices.get(trl_server.NAME, ())
-            stack.enter_context(trl_server.trl_vllm_server(start, grpo, log_dir, gpus))
+            gpus = devices.get(trl_vllm.NAME, ())
+            stack.enter_context(trl_vllm.trl_vllm_server(start, grpo, log_dir, gpus))
         yield _WithGRPO(cfg, grpo.model_copy(update=update))  # type: ignore[misc]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlrl.volatile import split_run_times
+from vlrl.core.volatile import split_run_times
 
 
 def write_curves(directory: Path, args: Any, history: list[dict[str, Any]]) -> None:

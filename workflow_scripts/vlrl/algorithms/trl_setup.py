@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths
 from vlrl.config import ExperimentConfig, GRPOConfig
+from vlrl.core import paths
+from vlrl.core.errors import StageError
 from vlrl.data.convert import to_conversation
-from vlrl.errors import StageError
-from vlrl.prompts import get_prompt
-from vlrl.records import Record
+from vlrl.items.prompts import get_prompt
+from vlrl.items.records import Record
 from vlrl.rewards import REGISTRY, ConfiguredReward, get_reward
-from vlrl.trl_server import SERVER_ENV, TRLServer
+from vlrl.serving.trl_vllm import SERVER_ENV, TRLServer
 
 # The vision tower in transformers 5.x Qwen2.5-VL: Qwen2_5_VLModel.visual (and its merger).
 VISION_KEY = "visual."
@@ -83,7 +83,7 @@ def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
 
 
 #: TRL options naming the vLLM server of ``vllm_mode: server``: vlrl sets them from the server
-#: the stage starts (:mod:`vlrl.trl_server`), so ``grpo.extra`` may not.
+#: the stage starts (:mod:`vlrl.serving.trl_vllm`), so ``grpo.extra`` may not.
 SERVER_OPTIONS = frozenset(
     {"vllm_server_base_url", "vllm_server_host", "vllm_server_port", "vllm_group_port"}
 )
@@ -95,7 +95,7 @@ def trl_kwargs(
     """The TRL GRPOConfig options vlrl sets from the experiment's grpo section (TRL 1.16 option
     names), ``grpo.extra`` not included. With ``vllm_mode: server``, the server's address and
     weight-update port come from ``server``, else from ``$VLRL_TRL_VLLM_SERVER`` (set by
-    :func:`vlrl.trl_server.trl_vllm_server` for the stage and its ranks); without either they
+    :func:`vlrl.serving.trl_vllm.trl_vllm_server` for the stage and its ranks); without either they
     are left out (:func:`trl_config` refuses that)."""
     import torch
 
@@ -202,7 +202,7 @@ def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int, server: TRLServer |
     if cfg.use_vllm and cfg.vllm_mode == "server" and "vllm_server_base_url" not in kwargs:
         raise StageError(
             f"grpo.vllm_mode is server, but no vLLM server was started for this run (${SERVER_ENV}"
-            " is unset): the grpo stage starts one with vlrl.trl_server.trl_vllm_server"
+            " is unset): the grpo stage starts one with vlrl.serving.trl_vllm.trl_vllm_server"
         )
     return TRLGRPOConfig(**(kwargs | cfg.extra))
 

@@ -11,12 +11,16 @@ One module per concern: :mod:`~vlrl.config.data` (records, datasets, base models
 servers), :mod:`~vlrl.config.evaluation` (infer, score, report),
 :mod:`~vlrl.config.resources` (jobs' GPUs, nodes, time), :mod:`~vlrl.config.experiment` (the
 whole file), :mod:`~vlrl.config.keys` (dotted keys and overrides) and
-:mod:`~vlrl.config.loading` (reading files). The names below are the public face the rest of
+:mod:`~vlrl.config.loading` (experiments from files), :mod:`~vlrl.config.reading` (one file,
+validated) and :mod:`~vlrl.config.reads` (the keys each stage reads). The names below are the
+public face the rest of
 the code imports.
 
-A stage's params are the resolved values of the keys it reads (:mod:`vlrl.workflow.stage_deps`),
+A stage's params are the resolved values of the keys it reads (:mod:`vlrl.config.reads`),
 so this package is not code of any stage: a changed default reaches exactly the stages that
 read the key.
+
+May import: :mod:`vlrl.core`.
 """
 
 from vlrl.config.base import ConfigProblems, KeyProblems, Section
@@ -49,11 +53,8 @@ from vlrl.config.loading import (
     load_experiment_file,
     load_model,
     load_named,
-    load_yaml_model,
-    parse_yaml,
-    read_yaml,
-    validation_problems,
 )
+from vlrl.config.reading import load_yaml_model, parse_yaml, read_yaml, validation_problems
 from vlrl.config.resources import DISTRIBUTED_STAGES, ResourcesConfig, StageResources
 from vlrl.config.training import (
     SELF_REWARD_READERS,

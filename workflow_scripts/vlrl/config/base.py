@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.networks import AnyHttpUrl
 
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 
 Probability = Annotated[float, Field(ge=0, le=1)]
 """A probability or a fraction, in [0, 1]."""

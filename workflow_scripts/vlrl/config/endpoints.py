@@ -20,8 +20,8 @@ from vlrl.config.base import HttpUrlText, KeyProblems, Section
 
 class ServeConfig(Section):
     """A server the pipeline starts for the stage that needs it and stops after it, also when the
-    stage fails (:func:`vlrl.servers.serving`): ``vllm serve`` on GPUs, ``transformers serve`` on
-    CPU, on 127.0.0.1, run from the project root, logging under ``logs/``."""
+    stage fails (:func:`vlrl.serving.servers.serving`): ``vllm serve`` on GPUs, ``transformers
+    serve`` on CPU, on 127.0.0.1, run from the project root, logging under ``logs/``."""
 
     model: str | None = Field(
         None,
@@ -87,7 +87,7 @@ class EndpointConfig(Section):
     judge, the thinking reward model and the ``openai`` generation backend share these keys.
 
     Exactly one of ``base_url`` (a server that is running) and ``serve`` (one the pipeline starts
-    and stops, :func:`vlrl.servers.serving`) is set. The key is read from
+    and stops, :func:`vlrl.serving.servers.serving`) is set. The key is read from
     ``os.environ[api_key_env]`` at call time and never stored.
 
     >>> EndpointConfig(serve={"model": "resources/models/judge"}).base_url is None

@@ -8,7 +8,7 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt, model
 
 from vlrl.config.base import KeyProblems, Section, TopP, UniqueList
 from vlrl.config.endpoints import EndpointConfig
-from vlrl.paths import CHECKPOINTS, Checkpoint
+from vlrl.core.paths import CHECKPOINTS, Checkpoint
 
 
 class OpenAIGenerationConfig(EndpointConfig):

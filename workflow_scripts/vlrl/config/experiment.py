@@ -3,19 +3,21 @@ sections."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, PositiveInt, ValidationInfo, field_validator, model_validator
 
-from vlrl import paths
 from vlrl.config.base import KeyProblems, Section, UniqueList, order_problems
 from vlrl.config.data import SHAPES_TASKS, DataConfig
 from vlrl.config.evaluation import InferConfig, ReportConfig, ScoreConfig
 from vlrl.config.resources import DISTRIBUTED_STAGES, ResourcesConfig
 from vlrl.config.training import GRPOConfig, SFTConfig
-from vlrl.threads import CpuKernels
+from vlrl.core import paths
 
-PromptName = Annotated[str, Field(description="A prompt format from vlrl.prompts.PROMPTS.")]
+CpuKernels = Literal["portable", "avx2", "native"]
+"""Values of the key ``cpu_kernels`` (what each pins: :mod:`vlrl.cluster.threads`)."""
+
+PromptName = Annotated[str, Field(description="A prompt format from vlrl.items.prompts.PROMPTS.")]
 
 #: The generation budget of an experiment without GRPO: VLMEvalKit's Qwen2VLChat max_new_tokens.
 EVAL_MAX_NEW_TOKENS = 2048
@@ -88,7 +90,8 @@ class ExperimentConfig(Section):
     )
     cpu_kernels: CpuKernels = Field(
         "native",
-        description="Which CPU kernels torch runs (vlrl/threads.py). portable: ATen's baseline "
+        description="Which CPU kernels torch runs (vlrl/cluster/threads.py). portable: ATen's "
+        "baseline "
         "kernels, MKL's processor-independent branch and oneDNN capped at SSE4.1, so every "
         "x86-64 CPU (Intel or AMD, AVX2 or AVX-512) computes the same bits; slower "
         "(docs/performance.md). avx2: the same with ATen's AVX2 kernels: the same bits on every "

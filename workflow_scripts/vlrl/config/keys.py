@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 
 _DECIMAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 """A number as written in a config (``1e-5``, ``-2.``, ``.5``): YAML 1.1 reads some as text."""

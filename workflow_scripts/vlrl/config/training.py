@@ -224,7 +224,7 @@ class GRPOConfig(Section):
         description="How long before its Slurm job's time limit (resources.grpo.runtime) a run "
         "stops and saves a checkpoint, besides two of its longest steps: enough to write one. "
         "The job is then requeued and resumes. Slurm's stop signal comes this long before the "
-        "limit too (vlrl.preemption.signal_option): make it cover one step and one save.",
+        "limit too (vlrl.cluster.preemption.signal_option): make it cover one step and one save.",
     )
     max_requeues: NonNegativeInt = Field(
         10,
@@ -262,7 +262,7 @@ class GRPOConfig(Section):
     def server_gpus(self) -> int:
         """GPUs of the training node the run's managed servers take for themselves: the TRL
         vLLM server (``vllm_mode: server``) and any reward model whose ``serve.gpus`` is set
-        (:mod:`vlrl.server_gpus` gives them the last ones). The ranks per node are the rest."""
+        (:mod:`vlrl.serving.gpus` gives them the last ones). The ranks per node are the rest."""
         reward_models = [self.reward_model]
         if self.algorithm == "trust_grpo" and self.trust is not None:
             reward_models.append(self.trust.reward_model)

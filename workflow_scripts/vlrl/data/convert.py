@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlrl.errors import DataError
-from vlrl.prompts import PromptFormat
-from vlrl.records import Record
+from vlrl.core.errors import DataError
+from vlrl.items.prompts import PromptFormat
+from vlrl.items.records import Record
 
 
 def to_conversation(record: Record, fmt: PromptFormat) -> list[dict[str, Any]]:
@@ -19,7 +19,7 @@ def to_conversation(record: Record, fmt: PromptFormat) -> list[dict[str, Any]]:
     turn with one image placeholder per image and the text of :meth:`PromptFormat.render_prompt`
     (given the record's problem type).
 
-    >>> from vlrl.prompts import PROMPTS
+    >>> from vlrl.items.prompts import PROMPTS
     >>> rec = Record(id="1", images=["a.png"], problem="How many?", answer="2",
     ...              problem_type="numerical", data_source="t")
     >>> to_conversation(rec, PROMPTS["think_answer"])[0]["content"][0]
@@ -67,7 +67,7 @@ def needs_reasoning(fmt: PromptFormat) -> bool:
     """Whether the format's SFT target has a thinking part (VLM-R1's SFT baseline answers with
     the box alone).
 
-    >>> from vlrl.prompts import PROMPTS
+    >>> from vlrl.items.prompts import PROMPTS
     >>> needs_reasoning(PROMPTS["think_answer"]), needs_reasoning(PROMPTS["rec_baseline"])
     (True, False)
     """
@@ -81,7 +81,7 @@ def to_sharegpt(record: Record, fmt: PromptFormat) -> dict[str, Any]:
     The ``system`` column holds the format's system prompt, ``""`` when it has none (LLaMA-Factory
     then uses the template's default system prompt, as without the column).
 
-    >>> from vlrl.prompts import PROMPTS
+    >>> from vlrl.items.prompts import PROMPTS
     >>> rec = Record(id="1", images=["images/train/1.png"], problem="How many?", answer="2",
     ...              problem_type="numerical", data_source="t", reasoning="two")
     >>> to_sharegpt(rec, PROMPTS["think_answer"])["images"]

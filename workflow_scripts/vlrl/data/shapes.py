@@ -45,10 +45,10 @@ import numpy as np
 from PIL import Image, ImageDraw
 from tqdm import tqdm
 
-from vlrl.answers import dumps_box
 from vlrl.config import ShapesConfig, ShapesTeacher
-from vlrl.errors import ConfigError
-from vlrl.records import ProblemType, Record
+from vlrl.core.errors import ConfigError
+from vlrl.items.answers import dumps_box
+from vlrl.items.records import ProblemType, Record
 
 log = logging.getLogger(__name__)
 
@@ -606,7 +606,7 @@ def text_corpus(
     >>> "purple" in corpus and "How many shapes are in the image?" in corpus
     True
     """
-    from vlrl.prompts import PROMPTS
+    from vlrl.items.prompts import PROMPTS
 
     cfg = cfg or ShapesConfig()
     texts: list[str] = []

@@ -4,8 +4,8 @@ A split is checked whole, and every bad row is named with its ``file:line``, its
 wrong, so that one run shows every fix a dataset needs. A row is bad when it is:
 
 - not UTF-8 or not JSON (rows read from a file), or not a JSON object;
-- not a :class:`~vlrl.records.Record` (a missing or mistyped field, an unknown key), or its id is
-  empty or used by an earlier row;
+- not a :class:`~vlrl.items.records.Record` (a missing or mistyped field, an unknown key), or its id
+  is empty or used by an earlier row;
 - without an answer (empty after stripping);
 - pointing to an image that is missing or does not decode, or giving ``image_sizes`` that disagree
   with the files;
@@ -37,8 +37,8 @@ from typing import Any
 from PIL import Image
 from pydantic import ValidationError
 
-from vlrl.answers import parse_letter
-from vlrl.records import Record
+from vlrl.items.answers import parse_letter
+from vlrl.items.records import Record
 
 #: Rows listed in :meth:`Checked.summary`; the rest are counted.
 MAX_LISTED = 50

@@ -33,10 +33,12 @@ a server that echoes the key cut or split leaves (:func:`scrub`).
 
 An endpoint is named, in the cache key, the cache entries and the metadata callers record, by
 :func:`endpoint_name`: its ``endpoint_id`` when set (``serve:<backend>:<model>@<fingerprint>``
-for a server the pipeline started, :mod:`vlrl.servers`, whose port changes from run to run and
-whose fingerprint changes with its weights and reply-changing arguments), else its ``base_url``
+for a server the pipeline started, :mod:`vlrl.serving.servers`, whose port changes from run to run
+and whose fingerprint changes with its weights and reply-changing arguments), else its ``base_url``
 without credentials. A config whose server is not started (``serve`` set,
 ``base_url`` not) is refused: its requests would go nowhere it names.
+
+May import: :mod:`vlrl.core`, :mod:`vlrl.config`.
 """
 
 from vlrl.endpoints.bound import InFlightBound, endpoint_bound

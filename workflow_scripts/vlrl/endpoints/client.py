@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import openai
 
+from vlrl.core.errors import ConfigError
 from vlrl.endpoints.bound import endpoint_bound
 from vlrl.endpoints.cache import EndpointCache
 from vlrl.endpoints.replies import (
@@ -34,7 +35,6 @@ from vlrl.endpoints.replies import (
     redact_url,
     scrub,
 )
-from vlrl.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ class EndpointClient:
             progress: called once per finished body.
 
         A config without ``base_url`` (``serve`` set, its server not started: see
-        :func:`vlrl.servers.unstarted`) answers from the cache alone.
+        :func:`vlrl.serving.servers.unstarted`) answers from the cache alone.
 
         Raises:
             MissingAPIKey: before any request (see :meth:`api_key`). Nothing the endpoint does
@@ -218,7 +218,7 @@ class EndpointClient:
             raise ConfigError(
                 f"{self.label}: serve is set but its server is not started, and {missing} of "
                 f"{len(bodies)} requests have no cached reply; run the calls inside "
-                "vlrl.servers.serving(...), which starts it and sets base_url"
+                "vlrl.serving.servers.serving(...), which starts it and sets base_url"
             )
         self.stats.cache_hits += len(answers)
         if progress is not None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from vlrl.config import EndpointConfig

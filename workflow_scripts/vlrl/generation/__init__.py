@@ -2,6 +2,8 @@
 OpenAI-compatible server). Each turns (conversation, images) pairs into response texts; the
 ``openai`` backend gives a :class:`vlrl.endpoints.Failure` instead where a request failed for good
 (the local backends raise).
+
+May import: :mod:`vlrl.core`, :mod:`vlrl.config`, :mod:`vlrl.cluster`, :mod:`vlrl.endpoints`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from PIL import Image
 
 from vlrl.config import InferConfig
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 
 if TYPE_CHECKING:
     from vlrl.endpoints import Failure

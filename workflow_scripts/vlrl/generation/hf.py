@@ -9,8 +9,8 @@ import torch
 from PIL import Image
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
+from vlrl.cluster.threads import cpu_kernel_report
 from vlrl.config import InferConfig
-from vlrl.threads import cpu_kernel_report
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ backoff, the key from ``$infer.openai.api_key_env``, replies cached under ``cach
 is set. Images travel as base64 PNG data URLs. A request that fails for good comes back as a
 :class:`vlrl.endpoints.Failure`, which the infer stage records as the item's ``error``: it never
 becomes an empty or made-up response. With ``infer.openai.serve`` the infer stage starts the
-server for the generation (:func:`vlrl.servers.serving`) and passes this backend the started
+server for the generation (:func:`vlrl.serving.servers.serving`) and passes this backend the started
 config.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 from PIL import Image
 
 from vlrl.config import InferConfig
+from vlrl.core.errors import StageError
 from vlrl.endpoints import EndpointCache, EndpointClient, Failure
-from vlrl.errors import StageError
 
 log = logging.getLogger(__name__)
 

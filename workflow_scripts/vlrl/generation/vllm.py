@@ -8,7 +8,7 @@ from typing import Any
 from PIL import Image
 
 from vlrl.config import InferConfig
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 
 DEFAULT_MAX_IMAGES = 4
 """Images per prompt vLLM admits when the caller does not say how many the data has."""

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast, Qwen2_5_VLConfig, Qwen2_5_VLProcessor
@@ -251,8 +251,8 @@ def _drop_default_vision_rope(config_file: Path) -> None:
 
 
 def pin_portable_init() -> bool:
-    """Draw the weights with portable CPU kernels (:func:`vlrl.threads.pin_cpu_kernels`), so a
-    base model built on any x86-64 CPU is the same file: torch's ``normal_`` has an AVX2 kernel
+    """Draw the weights with portable CPU kernels (:func:`vlrl.cluster.threads.pin_cpu_kernels`), so
+    a base model built on any x86-64 CPU is the same file: torch's ``normal_`` has an AVX2 kernel
     whose numbers differ from the baseline one. Only in a process that has not loaded torch yet
     (the base_model stage); one that has (a test session) keeps its kernels and its environment.
 
@@ -262,7 +262,7 @@ def pin_portable_init() -> bool:
     if "torch" in sys.modules:
         log.info("tiny model: torch is loaded already; the weights use this process's kernels")
         return False
-    from vlrl.threads import pin_cpu_kernels
+    from vlrl.cluster.threads import pin_cpu_kernels
 
     return pin_cpu_kernels("portable")
 

@@ -15,4 +15,7 @@
 
 Nothing here prints wall-clock times, absolute paths or host names: the report is a DVC output
 that a fresh clone reproduces byte for byte.
+
+May import: :mod:`vlrl.core`, :mod:`vlrl.config`, :mod:`vlrl.items`, :mod:`vlrl.sharing`,
+:mod:`vlrl.scoring`, :mod:`vlrl.benchmarks`.
 """

@@ -24,7 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from vlrl import sharing
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 from vlrl.reporting.plots import png, rc_defaults
 
 SHOWN = (

@@ -16,8 +16,8 @@ import numpy as np
 
 from vlrl import sharing
 from vlrl.benchmarks import BenchmarkConfig, load_benchmark
-from vlrl.errors import StageError
-from vlrl.predictions import Scores, items_as_dicts, read_scores
+from vlrl.core.errors import StageError
+from vlrl.items.predictions import Scores, items_as_dicts, read_scores
 from vlrl.reporting.formatting import Scale
 from vlrl.reporting.labels import label, ordered
 from vlrl.scoring.stats import paired_difference, summarize

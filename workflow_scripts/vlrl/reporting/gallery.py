@@ -23,9 +23,9 @@ import numpy as np
 from PIL import Image, ImageDraw, UnidentifiedImageError
 
 from vlrl import sharing
-from vlrl.answers import extract_answer, parse_box
 from vlrl.benchmarks import BenchmarkConfig, items_file
-from vlrl.predictions import Prediction, ScoredItem, read_predictions
+from vlrl.items.answers import extract_answer, parse_box
+from vlrl.items.predictions import Prediction, ScoredItem, read_predictions
 from vlrl.reporting import formatting as fmt
 from vlrl.reporting.frames import Evaluation
 from vlrl.reporting.labels import COLORS, TRUTH, label
@@ -134,7 +134,7 @@ def reasoning(response: str, limit: int) -> str:
 def verdict(item: ScoredItem) -> str:
     """right, wrong or unscored, and how it was decided when not by the rules.
 
-    >>> from vlrl.predictions import ScoredItem
+    >>> from vlrl.items.predictions import ScoredItem
     >>> verdict(ScoredItem(id="1", task="t", problem_type="numerical", extracted="3",
     ...                    correct=None, score=None, method="judge"))
     'unscored (judge gave no verdict)'

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vlrl.paths import CHECKPOINTS
+from vlrl.core.paths import CHECKPOINTS
 
 COLORS = {"base": "#1f77b4", "sft": "#ff7f0e", "grpo": "#d62728"}
 """One colour per checkpoint, in the accuracy plot and the gallery's boxes alike."""
@@ -25,7 +25,8 @@ def label(checkpoint: str, sft_enabled: bool) -> str:
 
 
 def ordered(checkpoints: list[str]) -> list[str]:
-    """``checkpoints`` in the order they are trained and shown (:data:`vlrl.paths.CHECKPOINTS`).
+    """``checkpoints`` in the order they are trained and shown
+    (:data:`vlrl.core.paths.CHECKPOINTS`).
 
     >>> ordered(["grpo", "base"])
     ['base', 'grpo']

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from vlrl import paths
-from vlrl.errors import StageError
+from vlrl.core import paths
+from vlrl.core.errors import StageError
 from vlrl.reporting.labels import label
 
 if TYPE_CHECKING:  # the rules import this module to list the report's inputs: keep it light

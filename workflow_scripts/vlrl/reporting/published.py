@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from vlrl import paths
 from vlrl.config import ConfigProblems, KeyProblems, Section, load_named
-from vlrl.errors import ConfigError
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError
 
 ColumnScale = Literal["percent", "fraction", "raw"]
 NOT_STATED = "not stated"

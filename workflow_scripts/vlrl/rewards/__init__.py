@@ -5,6 +5,8 @@
 ``<family>.<name>``; experiment configs refer to them in ``grpo.rewards``. Most entries are
 functions; a reward that needs settings of its own (a reward model's endpoint) is a
 :class:`ConfiguredReward`, built from the GRPO config when the run starts.
+
+May import: :mod:`vlrl.core`, :mod:`vlrl.config`, :mod:`vlrl.items`, :mod:`vlrl.endpoints`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.rewards import common, satori, sophiavl, vision_sr1, vlm_r1
 
 RewardFn = Callable[..., list[float | None]]

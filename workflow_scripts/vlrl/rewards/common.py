@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlrl.answers import answer_accuracy
-from vlrl.prompts import PROMPTS
+from vlrl.items.answers import answer_accuracy
+from vlrl.items.prompts import PROMPTS
 
 
 def completion_text(completion: Any) -> str:

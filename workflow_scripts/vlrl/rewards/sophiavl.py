@@ -32,15 +32,16 @@ import math
 import re
 from typing import Any
 
-from vlrl.prompts import PROBLEM_TYPE_ALIASES as PROBLEM_TYPE_ALIASES
-from vlrl.prompts import SOPHIAVL_QUESTION_TEMPLATE as SOPHIAVL_QUESTION_TEMPLATE
-from vlrl.prompts import SOPHIAVL_SYSTEM_PROMPT as SOPHIAVL_SYSTEM_PROMPT
-from vlrl.prompts import SOPHIAVL_THINK_PATTERN as SOPHIAVL_THINK_PATTERN
-from vlrl.prompts import SOPHIAVL_TYPE_TEMPLATE as SOPHIAVL_TYPE_TEMPLATE
-from vlrl.prompts import sophiavl_type as sophiavl_type
+from vlrl.items.prompt_texts import PROBLEM_TYPE_ALIASES as PROBLEM_TYPE_ALIASES
+from vlrl.items.prompt_texts import SOPHIAVL_QUESTION_TEMPLATE as SOPHIAVL_QUESTION_TEMPLATE
+from vlrl.items.prompt_texts import SOPHIAVL_SYSTEM_PROMPT as SOPHIAVL_SYSTEM_PROMPT
+from vlrl.items.prompt_texts import SOPHIAVL_THINK_PATTERN as SOPHIAVL_THINK_PATTERN
+from vlrl.items.prompt_texts import SOPHIAVL_TYPE_TEMPLATE as SOPHIAVL_TYPE_TEMPLATE
+from vlrl.items.prompt_texts import sophiavl_type as sophiavl_type
 from vlrl.rewards.common import completion_text
 
-# --- prompts (verl/utils/dataset.py): declared in vlrl.prompts (format ``sophiavl_think``) ----
+# --- prompts (verl/utils/dataset.py): declared in vlrl.items.prompts (format ``sophiavl_think``)
+# ----
 
 _FORMAT = re.compile(SOPHIAVL_THINK_PATTERN, re.DOTALL)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)

@@ -20,8 +20,8 @@ Differences from the released client, which are deliberate:
   ``cfg.cache_max_entries``; :class:`vlrl.endpoints.EndpointCache`), keyed by endpoint, model,
   :data:`CACHE_VERSION` and the request body. Failures are not cached.
 - A reward model with ``serve`` (no ``base_url``) is started by the grpo stage before training
-  (:func:`vlrl.servers.serving`), which hands this reward the started config; one that is not
-  started is refused (:class:`~vlrl.endpoints.EndpointClient`).
+  (:func:`vlrl.serving.servers.serving`), which hands this reward the started config; one that is
+  not started is refused (:class:`~vlrl.endpoints.EndpointClient`).
 
 The Trust-GRPO group logic (skip rule, querying only when the outcome score is ≥ 0.2, the trust
 weight, annealing) is not here: this callable scores every completion it is given.

@@ -6,8 +6,8 @@ Follows the released code (zli12321/Vision-SR1 @ 4480e08:
 A response is ``<description>…</description><think>…</think>\boxed{…}``; there is no ``<answer>``
 tag. The prompt format ``see_think_boxed`` and its texts (``SEE_THINK_SUFFIX``,
 ``SEE_THINK_TEMPLATE``, ``SEE_THINK_PATTERN``, re-exported here) are declared in
-:mod:`vlrl.prompts`. Every training step runs a second, image-free pass of the same policy on a
-prompt built from the first response's description (:func:`extract_description`,
+:mod:`vlrl.items.prompts`. Every training step runs a second, image-free pass of the same policy on
+a prompt built from the first response's description (:func:`extract_description`,
 :func:`self_reward_prompt`). The texts it generates reach the rewards in the column
 **``self_reward_responses``** (list[str | None], aligned with ``completions``), filled by the
 ``self_reward`` algorithm.
@@ -35,8 +35,8 @@ reward, so there is no ``total_paper`` function: the nearest TRL setting is rewa
 
 The "regular Vision-R1" baseline (``train_examples/1-*_visionR1_train.sh`` → ``cot_config.yaml``:
 ``format_prompt/cot_format.jinja``, ``reward_function/cot_val.py:compute_score``) answers
-think → ``\boxed{}`` (prompt format ``think_boxed``, declared in :mod:`vlrl.prompts`) and has no
-self-reward: ``cot_val.py``'s overall = 0.9·acc + 0.1·fmt, in TRL rewards
+think → ``\boxed{}`` (prompt format ``think_boxed``, declared in :mod:`vlrl.items.prompts`) and has
+no self-reward: ``cot_val.py``'s overall = 0.9·acc + 0.1·fmt, in TRL rewards
 ``{vision_sr1.accuracy: 0.9, vision_sr1.format_cot: 0.1}`` (:data:`COT_WEIGHTS`). Its accuracy is
 ``vision_sr1.accuracy`` (``cot_val.py``'s ``accuracy_reward`` is the same function, also applied
 after the whitespace normalisation).
@@ -49,12 +49,12 @@ import logging
 import re
 from typing import Any
 
-from vlrl.prompts import SEE_THINK_PATTERN as SEE_THINK_PATTERN
-from vlrl.prompts import SEE_THINK_SUFFIX as SEE_THINK_SUFFIX
-from vlrl.prompts import SEE_THINK_TEMPLATE as SEE_THINK_TEMPLATE
-from vlrl.prompts import THINK_BOXED_PATTERN as THINK_BOXED_PATTERN
-from vlrl.prompts import THINK_BOXED_SUFFIX as THINK_BOXED_SUFFIX
-from vlrl.prompts import THINK_BOXED_TEMPLATE as THINK_BOXED_TEMPLATE
+from vlrl.items.prompt_texts import SEE_THINK_PATTERN as SEE_THINK_PATTERN
+from vlrl.items.prompt_texts import SEE_THINK_SUFFIX as SEE_THINK_SUFFIX
+from vlrl.items.prompt_texts import SEE_THINK_TEMPLATE as SEE_THINK_TEMPLATE
+from vlrl.items.prompt_texts import THINK_BOXED_PATTERN as THINK_BOXED_PATTERN
+from vlrl.items.prompt_texts import THINK_BOXED_SUFFIX as THINK_BOXED_SUFFIX
+from vlrl.items.prompt_texts import THINK_BOXED_TEMPLATE as THINK_BOXED_TEMPLATE
 from vlrl.rewards.common import completion_text
 
 logger = logging.getLogger(__name__)

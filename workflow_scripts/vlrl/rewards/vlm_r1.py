@@ -8,7 +8,7 @@ completion is a string or ``[{"role": "assistant", "content": str}]``. VLM-R1's 
 is ``"<answer> {answer} </answer>"`` built from our ``answer`` column. A ground truth the
 reward cannot read raises ValueError naming the reward and the row.
 
-Prompt formats (declared in :mod:`vlrl.prompts`): ``think_answer`` (default template,
+Prompt formats (declared in :mod:`vlrl.items.prompts`): ``think_answer`` (default template,
 ``vlm_r1.format``), ``rec_json`` (``vlm_r1.rec_format``), ``od_json`` (odLength "enhanced
 prompt", ``vlm_r1.format``; :data:`PROMPT_FORMATS` holds these two) and ``rec_baseline`` (the REC
 SFT baseline, the JSON box alone; ``vlm_r1.rec_baseline_format``).
@@ -16,32 +16,28 @@ SFT baseline, the JSON box alone; ``vlm_r1.rec_baseline_format``).
 
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
 import math
-import multiprocessing
 import re
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from Levenshtein import ratio
 
-from vlrl.prompts import PROMPTS, PromptFormat
-from vlrl.prompts import REC_JSON_PATTERN as REC_FORMAT_PATTERN
-from vlrl.prompts import THINK_ANSWER_PATTERN as FORMAT_PATTERN
+from vlrl.items.prompt_texts import REC_JSON_PATTERN as REC_FORMAT_PATTERN
+from vlrl.items.prompt_texts import THINK_ANSWER_PATTERN as FORMAT_PATTERN
+from vlrl.items.prompts import PROMPTS, PromptFormat
 from vlrl.rewards import _vlm_r1_grading
-from vlrl.rewards._detection import (
+from vlrl.rewards._detection import od_map_score, repetition_score, weighted_sum_score
+from vlrl.rewards._math_verify import math_verify_equal as math_verify_equal
+from vlrl.rewards._rec import (
     ANSWER,
     GroundTruthError,
     clean_text,
     input_and_original_size,
-    od_map_score,
     rec_ground_truth,
     rec_iou,
-    repetition_score,
-    weighted_sum_score,
 )
 from vlrl.rewards._vlm_r1_grading import extract_choice as extract_choice
 from vlrl.rewards.common import completion_text
@@ -152,70 +148,6 @@ def rec_iou_binary_reward(completions: list[Any], **kwargs: Any) -> list[float |
 
 
 # --- math / general accuracy (grpo_jsonl.py) ----------------------------------------------------
-
-MATH_VERIFY_TIMEOUT_S = 5  # per parse / verify call, math-verify's own default
-_pool_lock = threading.Lock()
-_pool: Any = None
-
-
-def _mv_equal_untimed(pred: str, gold: str) -> bool:
-    """Math-Verify with its signal-based timeouts disabled (runs in the worker process)."""
-    from math_verify import parse, verify
-
-    return float(verify(parse(pred, parsing_timeout=None), parse(gold, parsing_timeout=None),
-                        timeout_seconds=None)) > 0  # fmt: skip
-
-
-def _call_in_worker(fn: Callable[..., Any], args: tuple, timeout: float) -> Any:
-    """``fn(*args)`` in a shared spawned worker process; TimeoutError after ``timeout`` s.
-
-    A timed-out worker is terminated (a hung sympy call cannot be interrupted otherwise) and a
-    fresh one is started by the next call. Used only off the main thread.
-    """
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = multiprocessing.get_context("spawn").Pool(processes=1)
-            atexit.register(_pool.terminate)
-        pool = _pool
-    try:
-        return pool.apply_async(fn, args).get(timeout)
-    except multiprocessing.TimeoutError:
-        with _pool_lock:
-            if _pool is pool:
-                _pool.terminate()
-                _pool = None
-        raise TimeoutError(f"{getattr(fn, '__name__', fn)} took over {timeout} s") from None
-
-
-@functools.lru_cache(maxsize=16384)
-def _mv_equal_main(pred: str, gold: str) -> bool:
-    from math_verify import parse, verify
-
-    return float(verify(parse(pred, parsing_timeout=MATH_VERIFY_TIMEOUT_S),
-                        parse(gold, parsing_timeout=MATH_VERIFY_TIMEOUT_S),
-                        timeout_seconds=MATH_VERIFY_TIMEOUT_S)) > 0  # fmt: skip
-
-
-def math_verify_equal(pred: str, gold: str) -> bool:
-    """``verify(parse(pred), parse(gold)) > 0`` — VLM-R1's argument order (the prediction is
-    verify's *gold* side). On the main thread, math-verify's own ``signal.alarm`` timeouts (5 s
-    each, results cached); on any other thread (where ``signal`` raises ValueError), untimed
-    inside a worker process killed after 3× the timeout. Errors and timeouts give False.
-
-    >>> math_verify_equal("\\\\frac{1}{2}", "0.5"), math_verify_equal("3", "4")
-    (True, False)
-    """
-    try:
-        if threading.current_thread() is threading.main_thread():
-            return _mv_equal_main(pred, gold)
-        return _call_in_worker(_mv_equal_untimed, (pred, gold), 3 * MATH_VERIFY_TIMEOUT_S)
-    except TimeoutError as exc:
-        log.warning("math-verify timed out on %r vs %r: %s", pred[:200], gold[:200], exc)
-        return False
-    except Exception as exc:  # the released code also falls through to the next check
-        log.debug("math-verify failed on %r vs %r: %s", pred[:200], gold[:200], exc)
-        return False
 
 
 def default_accuracy(content: str, answer: str) -> float:

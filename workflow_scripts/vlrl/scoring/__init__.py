@@ -1,1 +1,5 @@
-"""Scoring: rule scorers per problem type, statistics, and the LLM judge."""
+"""Scoring: rule scorers per problem type, statistics, and the LLM judge.
+
+May import: :mod:`vlrl.core`, :mod:`vlrl.config`, :mod:`vlrl.items`, :mod:`vlrl.endpoints`,
+:mod:`vlrl.serving`.
+"""

@@ -19,7 +19,7 @@ import json
 import re
 from collections.abc import Callable
 
-from vlrl.answers import parse_box
+from vlrl.items.answers import parse_box
 from vlrl.scoring.candidate import Candidate, Verdict
 from vlrl.scoring.rules import rescale_box
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths
 from vlrl.config import JudgeConfig
+from vlrl.core import paths
 from vlrl.endpoints import EndpointCache, EndpointClient, EndpointStats, Failure, endpoint_name
 from vlrl.scoring.judge_prompts import JudgePrompt, prompt_for
 

@@ -11,13 +11,14 @@ from rich.console import Console
 from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from vlrl import paths
-from vlrl.answers import extract_answer
 from vlrl.config import JudgeConfig
-from vlrl.errors import StageError
-from vlrl.predictions import JudgeMetadata, Prediction, ScoredItem
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.items.answers import extract_answer
+from vlrl.items.predictions import JudgeMetadata, Prediction, ScoredItem
 from vlrl.scoring.judge import NOT_JUDGED, Judge, judge_cache_dir, judge_request
-from vlrl.servers import serving, unstarted
+from vlrl.serving.commands import unstarted
+from vlrl.serving.servers import serving
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from vlrl.answers import normalize_text
+from vlrl.items.answers import normalize_text
 from vlrl.scoring.candidate import Candidate, Verdict, verdict
 from vlrl.scoring.choice import can_infer_2505, can_infer_2608, gold_letters
 from vlrl.scoring.olympiad import olympiad_satori

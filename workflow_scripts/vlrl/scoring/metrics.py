@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from vlrl.errors import StageError
+from vlrl.core.errors import StageError
 from vlrl.scoring.measures import WEMATH_MEASURES
 from vlrl.scoring.stats import proportion_ci
 

@@ -2,7 +2,7 @@
 
 The reasoning is stripped before any matcher (a number in ``<think>`` would match otherwise):
 
-1. the content of the last ``<answer>…</answer>`` (:func:`vlrl.answers.extract_answer`);
+1. the content of the last ``<answer>…</answer>`` (:func:`vlrl.items.answers.extract_answer`);
 2. if there is no answer tag, the text after the last ``</think>``;
 3. if there is neither, the whole response.
 
@@ -27,7 +27,7 @@ A benchmark may set its own protocol: ``iou_strict`` (VLM-R1: correct iff IoU > 
 and ``relaxed_tolerance`` (ChartQA's relaxed accuracy, :func:`relaxed_correctness`, replaces
 the numerical / free_form / ocr rules).
 
-The per-type matchers are :func:`vlrl.answers.answer_accuracy` (the same code the rewards
+The per-type matchers are :func:`vlrl.items.answers.answer_accuracy` (the same code the rewards
 use); this module adds the fallback span, the option-text match, Math-Verify and the threshold.
 """
 
@@ -37,7 +37,7 @@ import re
 
 from math_verify import parse, verify
 
-from vlrl.answers import (
+from vlrl.items.answers import (
     answer_accuracy,
     box_iou,
     extract_answer,

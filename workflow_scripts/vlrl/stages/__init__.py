@@ -1,9 +1,8 @@
 """One module per pipeline stage; ``vlrl <stage>`` runs ``stages/<stage>.py:run``.
 
-Each stage declares the experiment config keys it reads in its ``READS`` (its params,
-:mod:`vlrl.workflow.stage_deps`); keys that several stages read are declared here once.
-"""
+The config keys each stage reads (its params) are declared in :mod:`vlrl.config.reads`. A stage
+imports no other stage; the orchestration above them (:mod:`vlrl.workflow`, :mod:`vlrl.cli`) calls
+them.
 
-MODEL_RUN = ("seed", "cpu_threads", "cpu_kernels", "prompt", "base_model")
-"""What every stage that runs the model under a prompt reads (sft, grpo, infer): the seed, the
-CPU threads and kernels (they change the bits), the prompt format and the base model."""
+May import: every room below the stages (not :mod:`vlrl.workflow` or :mod:`vlrl.cli`).
+"""

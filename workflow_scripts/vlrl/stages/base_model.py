@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from vlrl import paths
-from vlrl.errors import StageError
-from vlrl.files import atomic_dir
-from vlrl.prompts import PROMPTS
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.core.files import atomic_dir
+from vlrl.items.prompts import PROMPTS
 
 if TYPE_CHECKING:
     from vlrl.config import ModelConfig
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Keys of the model config (config/models/<name>.yaml) this stage reads: its params.
-READS = ("builder", "tiny", "hf")
 
 #: Seed of the tiny model's weights and of its tokenizer corpus.
 TINY_SEED = 0
@@ -54,7 +53,7 @@ CORPUS_FORMATS = (
 def instruction_texts() -> list[str]:
     """The fixed texts of the :data:`CORPUS_FORMATS`: each one's template without the question,
     its per-type suffixes and its system prompt
-    (:meth:`vlrl.prompts.PromptFormat.instruction_texts`).
+    (:meth:`vlrl.items.prompts.PromptFormat.instruction_texts`).
 
     >>> instruction_texts()[0][:30]
     'First output the thinking proc'

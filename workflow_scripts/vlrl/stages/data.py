@@ -3,8 +3,8 @@
 Outputs (written to a temporary directory, renamed into place only when everything succeeded):
 
 - ``train.jsonl``, ``val.jsonl``, ``test.jsonl`` (and ``sft_train.jsonl`` when the experiment
-  lists SFT's own records): one :class:`~vlrl.records.Record` per line, image paths relative to
-  the directory (with ``data.source: datasets``, paths into the downloaded datasets'
+  lists SFT's own records): one :class:`~vlrl.items.records.Record` per line, image paths relative
+  to the directory (with ``data.source: datasets``, paths into the downloaded datasets'
   ``records/images/``: the pictures are not copied);
 - ``images/<split>/*.png``;
 - ``report.json`` and ``report.md``: records per split and task, candidates rejected and why.
@@ -25,9 +25,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths
 from vlrl.config import ExperimentConfig
 from vlrl.config.data import DATA_SPLITS, DataSource
+from vlrl.core import paths
+from vlrl.core.errors import DataError, StageError
+from vlrl.core.files import atomic_dir, read_jsonl, write_json, write_jsonl
 from vlrl.data import shapes
 from vlrl.data.formats import RECORDS_DIR
 from vlrl.data.validate import (
@@ -38,14 +40,9 @@ from vlrl.data.validate import (
     rows_of_file,
     rows_of_records,
 )
-from vlrl.errors import DataError, StageError
-from vlrl.files import atomic_dir, read_jsonl, write_json, write_jsonl
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 log = logging.getLogger(__name__)
-
-#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
-READS = ("seed", "data")
 
 SPLITS = ("train", "val", "test")
 # Generation order: the held-out split first, so that train excludes its questions.

@@ -22,9 +22,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from vlrl import paths
-from vlrl.errors import StageError
-from vlrl.files import atomic_dir
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.core.files import atomic_dir
 from vlrl.hub import copy_local_dataset
 
 if TYPE_CHECKING:
@@ -34,16 +34,6 @@ log = logging.getLogger(__name__)
 
 #: Keys of the dataset config (config/datasets/<name>.yaml) this stage reads: its params. Not
 #: ``description``: rewording it fetches nothing new.
-READS = (
-    "repo_id",
-    "revision",
-    "local",
-    "repo_type",
-    "allow_patterns",
-    "format",
-    "bad_rows",
-    "expected_rows",
-)
 
 
 def run(dataset: str, cfg: DatasetConfig | None = None) -> None:

@@ -11,7 +11,7 @@ curves (reward per function, KL, completion length, ...) are logged with dvclive
 
 The output holds only what the inputs determine: TRL's run times (``step_time``,
 ``train_runtime``, ``train_*_per_second``) are kept out of the curves and of
-``train_summary.json`` and written to the stage's log instead (:mod:`vlrl.volatile`).
+``train_summary.json`` and written to the stage's log instead (:mod:`vlrl.core.volatile`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vlrl import checkpoints as ckpt
-from vlrl import paths, preemption, sharing
+from vlrl import sharing
 from vlrl.algorithms import build_trainer, grpo_servers
 from vlrl.algorithms.history import split_log_history, write_curves
 from vlrl.algorithms.trl_setup import (
@@ -40,33 +39,21 @@ from vlrl.algorithms.trl_setup import (
     select_tasks,
     trl_config,
 )
+from vlrl.cluster import checkpoints as ckpt
+from vlrl.cluster import preemption
+from vlrl.cluster.distributed import Topology, rendezvous_for, topology, torchrun_command
+from vlrl.cluster.launch import run_group
+from vlrl.cluster.preemption import STOP_AT_ENV, TERM_GRACE_S, stop_on_signals, stop_time
+from vlrl.cluster.threads import cpu_kernel_report
 from vlrl.config import ExperimentConfig, GRPOConfig
 from vlrl.config.keys import assign, select
-from vlrl.distributed import Topology, rendezvous_for, topology, torchrun_command
-from vlrl.errors import StageError
-from vlrl.files import atomic_dir, write_json
-from vlrl.launch import run_group
-from vlrl.preemption import STOP_AT_ENV, TERM_GRACE_S, stop_on_signals, stop_time
-from vlrl.records import read_records
-from vlrl.stages import MODEL_RUN
-from vlrl.threads import cpu_kernel_report
+from vlrl.config.reads import declared_reads
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.core.files import atomic_dir, write_json
+from vlrl.items.records import read_records
 
 log = logging.getLogger(__name__)
-
-#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
-READS = (
-    *MODEL_RUN,
-    "sft.enabled",
-    "grpo",
-    # They set the process count, which splits every batch (the rest of resources.grpo does not
-    # change the result).
-    "resources.grpo.gpus",
-    "resources.grpo.nodes",
-)
-
-#: Keys read only to size the launch (each node's srun task: vlrl.distributed.srun_per_node),
-#: which cannot change the result: checked as read, kept out of the params.
-LAUNCH_READS = ("resources.grpo.cpus", "resources.grpo.mem_mb")
 
 FINGERPRINT = "vlrl_fingerprint.txt"
 
@@ -75,7 +62,7 @@ def resume_point(
     checkpoints: Path, fingerprint: str, enabled: bool, deepspeed: bool = False
 ) -> str | None:
     """The newest complete checkpoint of an interrupted run with the same fingerprint, or None
-    (:func:`vlrl.checkpoints.newest_complete`: one whose save was cut short is removed).
+    (:func:`vlrl.cluster.checkpoints.newest_complete`: one whose save was cut short is removed).
 
     A checkpoint directory left by a different configuration is cleared rather than resumed.
     """
@@ -123,7 +110,7 @@ def fingerprint(exp: str, cfg: ExperimentConfig, start: Path) -> str:
 
 def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     """Train ``results/<exp>/grpo`` with TRL GRPO, in the processes of ``resources.grpo`` (one per
-    GPU, else ``grpo.processes`` on CPU; :mod:`vlrl.distributed`).
+    GPU, else ``grpo.processes`` on CPU; :mod:`vlrl.cluster.distributed`).
 
     Returns:
         The run times TRL logged (``step_time`` per logged step, ``train_runtime``, ...), which
@@ -179,8 +166,8 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
 def _stopped(times: dict[str, Any], cfg: GRPOConfig, checkpoints: Path) -> None:
     """After a run that stopped before its time limit or on a stop signal: requeue the Slurm
     job (it restarts this rule, which resumes) where that makes progress
-    (:func:`vlrl.preemption.requeue_refusal`; never with ``grpo.resume`` off, where the rerun
-    would start at step 0 and stop here again), and fail this run, leaving no output."""
+    (:func:`vlrl.cluster.preemption.requeue_refusal`; never with ``grpo.resume`` off, where the
+    rerun would start at step 0 and stop here again), and fail this run, leaving no output."""
     what = f"grpo: stopped after step {times['stopped_at']} of {cfg.max_steps} " + times.get(
         "stopped_by", "before the job's time limit"
     )
@@ -217,12 +204,12 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
     Returns:
         The run times of the log history (see :func:`split_log_history`); only
         ``{"stopped_at": step, "stopped_by": why}`` when it stopped before its time limit
-        (``$VLRL_STOP_AT``) or on a stop signal (:mod:`vlrl.timelimit`), leaving a checkpoint
-        instead of the policy.
+        (``$VLRL_STOP_AT``) or on a stop signal (:mod:`vlrl.cluster.timelimit`), leaving a
+        checkpoint instead of the policy.
     """
     from transformers import set_seed
 
-    from vlrl.timelimit import StopBeforeLimit
+    from vlrl.cluster.timelimit import StopBeforeLimit
 
     start = sharing.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
     data_dir = sharing.data_dir(exp)
@@ -298,15 +285,15 @@ def train_in_ranks(
     exp: str, cfg: ExperimentConfig, topo: Topology, out: Path, resume_from: str | None
 ) -> dict[str, Any]:
     """:func:`train` in the processes of ``topo`` under torchrun (gloo on CPU, nccl on GPUs;
-    one torchrun per node through srun when it spans nodes, :mod:`vlrl.distributed`).
+    one torchrun per node through srun when it spans nodes, :mod:`vlrl.cluster.distributed`).
 
-    The ranks get the config keys this stage declares (:data:`READS`, resolved, overrides
+    The ranks get the config keys this stage declares (:mod:`vlrl.config.reads`, resolved, overrides
     included) as a file, and inherit this process's thread and kernel pins through the
     environment; they run in their own process group, stopped with the stage.
     """
     checkpoints = paths.grpo_checkpoints_dir(exp)
     config_file = checkpoints / RANK_CONFIG
-    config_file.write_text(json.dumps(select(cfg, READS)))
+    config_file.write_text(json.dumps(select(cfg, declared_reads("grpo"))))
     times_file = checkpoints / RANK_TIMES
     times_file.unlink(missing_ok=True)
     target = ["-m", __name__, exp, str(config_file), str(out), resume_from or ""]

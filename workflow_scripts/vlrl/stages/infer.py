@@ -1,13 +1,13 @@
 """infer stage: predictions of one model of the experiment on one benchmark.
 
 Writes ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl``, one
-:class:`vlrl.predictions.Prediction` per item (the raw response kept for the judge),
+:class:`vlrl.items.predictions.Prediction` per item (the raw response kept for the judge),
 atomically. A row's ``error`` is None, or says why the ``openai`` backend got no response for
 it after its retries (``response`` is then ""): such items are recorded as failed, and the
 score stage does not score them as answers.
 
 With ``infer.backend: openai`` and ``infer.openai.serve``, the server is started for the
-generation (:func:`vlrl.servers.serving`, serving ``serve.model`` or, when it is unset, the
+generation (:func:`vlrl.serving.servers.serving`, serving ``serve.model`` or, when it is unset, the
 checkpoint being evaluated; its log in ``logs/infer/<exp>/<checkpoint>/<bench>/openai.log``) and
 stopped after it, also on failure; when every batch is already done, none is started.
 """
@@ -28,30 +28,20 @@ from typing import Any
 from PIL import Image
 from tqdm import tqdm
 
-from vlrl import paths, sharing
+from vlrl import sharing
 from vlrl.benchmarks import load_benchmark, load_items
+from vlrl.cluster.threads import pin_cpu_threads
 from vlrl.config import ExperimentConfig, InferConfig
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.core.files import atomic_file
 from vlrl.data.convert import to_conversation
-from vlrl.errors import StageError
-from vlrl.files import atomic_file
 from vlrl.generation import generating_processes, make_generator
-from vlrl.predictions import prediction_of, write_predictions
-from vlrl.prompts import get_prompt
-from vlrl.servers import serving
-from vlrl.stages import MODEL_RUN
-from vlrl.threads import pin_cpu_threads
+from vlrl.items.predictions import prediction_of, write_predictions
+from vlrl.items.prompts import get_prompt
+from vlrl.serving.servers import serving
 
 log = logging.getLogger(__name__)
-
-#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
-READS = (
-    *MODEL_RUN,
-    "infer",
-    "sft.enabled",
-    "grpo.enabled",
-    # the vllm backend's tensor parallelism (its numerics follow the split)
-    "resources.infer.gpus",
-)
 
 
 def checkpoint_dir(exp: str, cfg: ExperimentConfig, checkpoint: str) -> Path:

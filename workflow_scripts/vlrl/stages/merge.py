@@ -9,16 +9,15 @@ from __future__ import annotations
 import logging
 import shutil
 
-from vlrl import paths, sharing
+from vlrl import sharing
 from vlrl.config import ExperimentConfig
-from vlrl.errors import StageError
-from vlrl.files import atomic_dir
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.core.files import atomic_dir
 
 log = logging.getLogger(__name__)
 
-#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
 # cpu_threads and cpu_kernels: a LoRA merge multiplies matrices, whose bits follow both.
-READS = ("base_model", "sft.enabled", "cpu_threads", "cpu_kernels")
 
 
 def run(exp: str, cfg: ExperimentConfig) -> None:

@@ -2,8 +2,8 @@
 
 Inputs: ``results/<exp>/scores/<checkpoint>/<bench>.json`` of every checkpoint the experiment
 evaluates (``cfg.checkpoints``, in the order base, sft, grpo) on every benchmark, read as
-:class:`vlrl.predictions.Scores`; for the sample gallery, the predictions files beside them and
-the benchmarks' images; the GRPO training curves when the experiment evaluates a GRPO model;
+:class:`vlrl.items.predictions.Scores`; for the sample gallery, the predictions files beside them
+and the benchmarks' images; the GRPO training curves when the experiment evaluates a GRPO model;
 the published tables it links (``report.published``, ``config/reference/``); and, for the
 provenance, the base model's and the benchmarks' datasets' config files (the library versions
 shown are the installed ones and the pins of ``envs/sft.txt``: the commit's, like every stage's
@@ -48,28 +48,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from vlrl import paths
 from vlrl.config import ExperimentConfig
-from vlrl.files import atomic_dir, write_json
+from vlrl.config.reads import declared_reads
+from vlrl.core import paths
+from vlrl.core.files import atomic_dir, write_json
 from vlrl.reporting import curves, frames, gallery, plots, provenance, tables, versus
 from vlrl.reporting import formatting as fmt
 from vlrl.reporting.labels import COLORS, TRUTH, label
 from vlrl.reporting.render import render
 
 log = logging.getLogger(__name__)
-
-#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
-READS = (
-    "description",
-    "seed",
-    "base_model",
-    "benchmarks",
-    "score",
-    "report",
-    "infer.checkpoints",
-    "sft.enabled",
-    "grpo.enabled",
-)
 
 
 def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path) -> None:
@@ -115,7 +103,9 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         "versus": tables.versus_table(published, cfg.score.confidence),
         "not_evaluated": tables.not_evaluated_table(published),
         "judged": any(ev.judged(c) for ev in evaluations for c in ev.scores),
-        "prov": provenance.collect(exp, cfg, READS, evaluations, code_files, code_root),
+        "prov": provenance.collect(
+            exp, cfg, declared_reads("report"), evaluations, code_files, code_root
+        ),
         "accuracy_png": plots.accuracy_png(results, cfg.score.confidence),
         "curves_png": curves.plot_curves(trained) if trained else None,
         "curves_dir": curves.curves_dir(exp).as_posix(),

@@ -1,11 +1,11 @@
 """The ``score`` stage: per-item scores and accuracy of one checkpoint on one benchmark.
 
 Input: ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl`` (written by ``infer``), read as
-:class:`vlrl.predictions.Prediction` rows. Output:
-``results/<exp>/scores/<checkpoint>/<bench>.json``, a :class:`vlrl.predictions.Scores` written
+:class:`vlrl.items.predictions.Prediction` rows. Output:
+``results/<exp>/scores/<checkpoint>/<bench>.json``, a :class:`vlrl.items.predictions.Scores` written
 atomically: n, accuracy and its interval, per-task
 accuracy, the benchmark's metrics, judge metadata, counts of generation failures and unscored
-items, and one :class:`~vlrl.predictions.ScoredItem` per prediction.
+items, and one :class:`~vlrl.items.predictions.ScoredItem` per prediction.
 
 Every item is scored by the benchmark's *scoring protocol* (:mod:`vlrl.scoring.protocols`: the
 rules of the scorer its paper used, e.g. VLMEvalKit as of May 2025, VLM-R1's REC script, the
@@ -27,7 +27,7 @@ is computed over its complete groups only (its ``left_out`` counts the others); 
 fails the stage naming the items; ``score_zero`` scores them 0 and counts them.
 Replies are cached in ``results/<exp>/judge_cache/`` as they arrive, so a rerun after a failure
 or a kill only asks about the items without a verdict. A judge with ``score.judge.serve`` is
-started for the judging (:func:`vlrl.servers.serving`; its log in
+started for the judging (:func:`vlrl.serving.servers.serving`; its log in
 ``logs/score/<exp>/<checkpoint>/<bench>/judge.log``) and stopped after it, also on failure; with
 nothing to judge, or every verdict already in the cache, none is started.
 
@@ -49,11 +49,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from vlrl import paths, sharing
+from vlrl import sharing
 from vlrl.benchmarks import BenchmarkConfig, load_benchmark, protocol_for
 from vlrl.config import ExperimentConfig
-from vlrl.errors import ConfigError, StageError
-from vlrl.predictions import (
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError, StageError
+from vlrl.items.predictions import (
     MetricValue,
     Prediction,
     ScoredItem,
@@ -71,9 +72,6 @@ from vlrl.scoring.protocols import ScoringProtocol, get_protocol, judge_mode
 from vlrl.scoring.stats import summarize
 
 log = logging.getLogger(__name__)
-
-#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
-READS = ("score", "infer.checkpoints", "sft.enabled", "grpo.enabled")
 
 
 def rule_scores(

@@ -13,10 +13,10 @@ data directory (``media_dir``), and LLaMA-Factory's run times (``train_runtime``
 ``elapsed_time``, ...) and its files holding absolute paths (the model card ``README.md``, the
 pickled ``training_args.bin``) go to the stage's log instead (:func:`drop_run_records`).
 
-Unlike grpo (:mod:`vlrl.preemption`, :mod:`vlrl.checkpoints`), sft neither checkpoints on a
-signal nor resumes: a stopped or killed run (SIGTERM: the CLI stops LLaMA-Factory's process
-group, :mod:`vlrl.launch`) starts again from step 0 when rerun. LLaMA-Factory 0.9.5 gives no
-hook for it: it handles no signal but SIGABRT, and that only under its web UI
+Unlike grpo (:mod:`vlrl.cluster.preemption`, :mod:`vlrl.cluster.checkpoints`), sft neither
+checkpoints on a signal nor resumes: a stopped or killed run (SIGTERM: the CLI stops LLaMA-Factory's
+process group, :mod:`vlrl.cluster.launch`) starts again from step 0 when rerun. LLaMA-Factory 0.9.5
+gives no hook for it: it handles no signal but SIGABRT, and that only under its web UI
 (``LLAMABOARD_ENABLED``; llamafactory/train/callbacks.py, ``LogCallback``), where it stops
 without a checkpoint; it resumes only from a ``checkpoint-*`` in the same ``output_dir`` with
 ``overwrite_output_dir`` off (llamafactory/hparams/parser.py), while this stage trains into a
@@ -39,34 +39,20 @@ from typing import Any
 
 import yaml
 
-from vlrl import paths, sharing
+from vlrl import sharing
+from vlrl.cluster.distributed import llamafactory_command, rendezvous_for, topology
+from vlrl.cluster.launch import run_group
+from vlrl.cluster.threads import KERNEL_VARIABLES, MACHINE_KERNEL_VARIABLES
 from vlrl.config import ExperimentConfig, SFTConfig
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.core.files import atomic_dir
+from vlrl.core.volatile import split_run_times
 from vlrl.data.convert import SHAREGPT_DATASET_INFO, needs_reasoning, to_sharegpt
-from vlrl.distributed import llamafactory_command, rendezvous_for, topology
-from vlrl.errors import StageError
-from vlrl.files import atomic_dir
-from vlrl.launch import run_group
-from vlrl.prompts import get_prompt
-from vlrl.records import read_records
-from vlrl.stages import MODEL_RUN
-from vlrl.threads import KERNEL_VARIABLES, MACHINE_KERNEL_VARIABLES
-from vlrl.volatile import split_run_times
+from vlrl.items.prompts import get_prompt
+from vlrl.items.records import read_records
 
 log = logging.getLogger(__name__)
-
-#: Experiment config keys this stage reads: its params (vlrl.workflow.stage_deps).
-READS = (
-    *MODEL_RUN,
-    "sft",
-    # They set the process count, which splits every batch (the rest of resources.sft does not
-    # change the result).
-    "resources.sft.gpus",
-    "resources.sft.nodes",
-)
-
-#: Keys read only to size the launch (each node's srun task: vlrl.distributed.srun_per_node),
-#: which cannot change the result: checked as read, kept out of the params.
-LAUNCH_READS = ("resources.sft.cpus", "resources.sft.mem_mb")
 
 DATASET_NAME = "vlrl_train"
 WORK = "vlrl_sft"
@@ -299,7 +285,7 @@ def _write_json(path: Path, obj: Any) -> None:
 def drop_run_records(out: Path) -> dict[str, Any]:
     """Remove what varies from run to run from LLaMA-Factory's output ``out``; return the times.
 
-    Deletes :data:`DROPPED_FILES` and strips run times (:func:`vlrl.volatile.is_run_time`) from
+    Deletes :data:`DROPPED_FILES` and strips run times (:func:`vlrl.core.volatile.is_run_time`) from
     the results files, the trainer state's log history and ``trainer_log.jsonl``; the loss curve,
     learning rates, epochs, train loss and FLOPs stay.
     """

@@ -1,1 +1,4 @@
-"""Orchestration around the stage commands: the Snakemake DAG, dvc.yaml generation, checks."""
+"""Orchestration around the stage commands: the Snakemake DAG, dvc.yaml generation, checks.
+
+May import: every room but :mod:`vlrl.cli` (the stages included: it runs them).
+"""

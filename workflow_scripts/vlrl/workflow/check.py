@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths
-from vlrl.errors import ConfigError
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
     >>> registry_problems(cfg, "e.yaml")[0]  # doctest: +ELLIPSIS
     "e.yaml: prompt: 'nope' is not one of [..."
     """
-    from vlrl.prompts import PROMPTS
+    from vlrl.items.prompts import PROMPTS
     from vlrl.rewards import REGISTRY
 
     problems = []
@@ -277,7 +277,7 @@ def _checked_benchmark(name: str) -> Any:
     """``load_benchmark(name)``; the prompt format and the dataset it names, if any, must exist."""
     from vlrl.benchmarks import load_benchmark
     from vlrl.config import ConfigProblems
-    from vlrl.prompts import PROMPTS
+    from vlrl.items.prompts import PROMPTS
 
     cfg = load_benchmark(name)
     problems = []

@@ -18,9 +18,9 @@ neither of the first two is then refused when the DAG is built, naming the keys 
 
 from __future__ import annotations
 
+from vlrl.cluster.distributed import processes_per_node
 from vlrl.config import ExperimentConfig
-from vlrl.distributed import processes_per_node
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.generation import generating_processes
 
 WHOLE_MACHINE_STAGES = ("sft", "grpo", "infer")

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths
-from vlrl.errors import ConfigError
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def dag_jobs(
     Args:
         targets: rule names or files, as on the ``snakemake`` command line.
         config: overrides of the Snakemake config (``--config``), e.g. ``{"experiments": [...]}``.
-        root: the project root (the Snakefile's directory); default: :func:`vlrl.paths.root`.
+        root: the project root (the Snakefile's directory); default: :func:`vlrl.core.paths.root`.
         cores: ``--cores``; None as on a Slurm run, which sets none.
 
     Raises:

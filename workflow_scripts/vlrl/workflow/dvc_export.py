@@ -9,7 +9,7 @@ stage ``resolve``:
   ``@`` in a stage name written by hand (it reserves ``@`` for ``foreach``/``matrix`` stages).
   Run one family with ``dvc repro --glob 'infer--*'``.
 - cmd: the rule's shell command without its ``> {log} 2>&1`` (DVC shows the output instead);
-  every rule runs ``workflow_scripts/vlrl.sh <stage> ...`` (:data:`vlrl.paths.LAUNCHER`).
+  every rule runs ``workflow_scripts/vlrl.sh <stage> ...`` (:data:`vlrl.core.paths.LAUNCHER`).
 - deps: the job's inputs: upstream outputs, the stage's source files and its params file
   (the resolved values of the config keys it reads; :mod:`vlrl.workflow.stage_deps`,
   :mod:`vlrl.workflow.resolve`), benchmark files.
@@ -40,9 +40,9 @@ from typing import Any
 
 import yaml
 
-from vlrl import paths
-from vlrl.errors import ConfigError, VlrlError
-from vlrl.files import atomic_file
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError, VlrlError
+from vlrl.core.files import atomic_file
 from vlrl.workflow.dag import Job, dag_jobs
 
 log = logging.getLogger(__name__)

@@ -30,8 +30,8 @@ from typing import Any
 
 import yaml
 
-from vlrl import paths
-from vlrl.errors import VlrlError
+from vlrl.core import paths
+from vlrl.core.errors import VlrlError
 
 log = logging.getLogger(__name__)
 

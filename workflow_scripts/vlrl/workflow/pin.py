@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlrl import paths
 from vlrl.config.base import COMMIT_SHA
-from vlrl.errors import ConfigError
-from vlrl.files import atomic_file
+from vlrl.core import paths
+from vlrl.core.errors import ConfigError
+from vlrl.core.files import atomic_file
 
 log = logging.getLogger(__name__)
 

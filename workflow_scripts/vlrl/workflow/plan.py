@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vlrl import paths
+from vlrl.core import paths
 from vlrl.workflow.dag import Planned, planned_jobs
 
 GB = 1e9
@@ -219,7 +219,7 @@ def make_plan(exp: str) -> Plan:
 def _estimate(cfg: Any, model: Any, records: int | None) -> Any:
     from vlrl.benchmarks import load_benchmark
     from vlrl.config import load_dataset
-    from vlrl.workflow import cost
+    from vlrl.workflow import cost, cost_model
 
     def size(dataset: str | None) -> tuple[int, int] | None:
         """(height, width) of the dataset's typical picture, when its config states it."""
@@ -236,14 +236,14 @@ def _estimate(cfg: Any, model: Any, records: int | None) -> Any:
             items = min(items, bench.subsample.n) if items else bench.subsample.n
         if items is None and bench.loader == "experiment_split" and cfg.data.source == "shapes":
             items = getattr(cfg.data.shapes, f"n_{bench.split}", None)
-        benches.append(cost.Benchmark(name, items, bench.max_new_tokens, size(bench.dataset)))
+        benches.append(cost_model.Benchmark(name, items, bench.max_new_tokens, size(bench.dataset)))
     return cost.estimate(
         cfg,
         model,
         sft_records=records,
         grpo_records=records,
         benchmarks=benches,
-        assumptions=cost.Assumptions(image_size=typical),
+        assumptions=cost_model.Assumptions(image_size=typical),
     )
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import yaml
 
-from vlrl import paths
+from vlrl.core import paths
 from vlrl.workflow.dag import Planned
 
 UNSET = "(unset)"
@@ -177,7 +177,7 @@ def _render(stage: str, name: str, recorded: dict[str, Any]) -> str | None:
     """Stage ``stage``'s params file as the config values dvc.lock recorded make it (today's
     defaults filled in); None when those values are not there or no longer valid."""
     from vlrl.config import load_experiment_file, load_yaml_model
-    from vlrl.errors import VlrlError
+    from vlrl.core.errors import VlrlError
     from vlrl.workflow import resolve
 
     source = resolve.config_file(stage, name).relative_to(paths.root()).as_posix()

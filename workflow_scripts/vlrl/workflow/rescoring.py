@@ -10,10 +10,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from vlrl import paths
 from vlrl.benchmarks import load_benchmark
 from vlrl.config import load_experiment
-from vlrl.predictions import Scores
+from vlrl.core import paths
+from vlrl.items.predictions import Scores
 from vlrl.scoring.protocols import PROTOCOLS
 from vlrl.stages import score as stage
 

@@ -33,8 +33,9 @@ from typing import Any
 
 import yaml
 
-from vlrl import paths, sharing
-from vlrl.files import atomic_file
+from vlrl import sharing
+from vlrl.core import paths
+from vlrl.core.files import atomic_file
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vlrl import paths
+from vlrl.core import paths
 
 
 @dataclass(frozen=True)

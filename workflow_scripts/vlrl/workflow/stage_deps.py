@@ -4,19 +4,18 @@
   package it imports, directly or through other modules, at module level or inside a function
   (a lazy import is still code the stage runs), with the ``__init__.py`` of every package on
   the way (Python runs those too); plus the modules the ``vlrl`` command runs before any stage
-  (what ``vlrl/cli.py`` imports, other than the stages and the workflow tools). Imports under
-  ``if TYPE_CHECKING:`` are skipped: they never run.
+  (what ``vlrl/cli/commands.py`` imports, other than the stages and the workflow tools).
+  Imports under ``if TYPE_CHECKING:`` are skipped: they never run.
 - **Data files**: files a module reads at run time rather than imports (templates, say),
   declared next to its code as ``FILES = ("templates/*.j2",)``: glob patterns relative to the
   module's directory. They are code of every stage that imports the module, so an edited
   template reruns the stages that render it. A pattern matching no file is an error (a typo
   would silently drop the dependency).
-- **Config**: the keys the stage declares in its module's ``READS`` tuple (``"sft"`` for a whole
+- **Config**: the keys :mod:`vlrl.config.reads` declares for the stage (``"sft"`` for a whole
   section, ``"sft.enabled"`` for one value). The stage's params are the *resolved* values of
   those keys (defaults included, see :mod:`vlrl.workflow.resolve`), so the ``vlrl/config/``
   package is not code of any stage: a changed default reaches exactly the stages that read that
-  key. Keys several stages read are declared once, in a tuple of :mod:`vlrl.stages` that a
-  stage's ``READS`` unpacks (``READS = (*MODEL_RUN, "sft")``).
+  key.
 
 Both are read from the source with :mod:`ast`, without importing anything, so Snakemake can
 call them while it parses the rules. A stage that reads a key it does not declare is caught by
@@ -30,8 +29,8 @@ import functools
 from collections.abc import Iterable
 from pathlib import Path
 
-from vlrl import paths
-from vlrl.errors import ConfigError
+from vlrl.core import moved, paths
+from vlrl.core.errors import ConfigError
 
 PACKAGE = "vlrl"
 SOURCE_DIR = Path("workflow_scripts")
@@ -40,15 +39,14 @@ NOT_CODE = ("vlrl.config", "vlrl.sharing")
 """What is not code of any stage, with its modules: the config package, whose effect on a stage
 is captured by the resolved config values it reads, and :mod:`vlrl.sharing`, whose effect (where
 a stage's inputs live) is captured by the stage's input paths and its params file."""
-ENTRY = "vlrl.cli"
+ENTRY = "vlrl.cli.commands"
 """The command every stage runs under; what it imports besides stages and tools runs first."""
-ENTRY_SKIPS = ("vlrl.stages.", "vlrl.workflow.", "vlrl.cli_support.", "vlrl.sharing.")
+ENTRY_SKIPS = ("vlrl.stages.", "vlrl.workflow.", "vlrl.cli.", "vlrl.sharing.")
 """Not code of every stage though the command imports them: the stages (each its own), the
-tools, the command line's own plumbing (as ``vlrl/cli.py`` itself: it parses, the stage
+tools, the command line's own plumbing (the ``vlrl.cli`` package itself: it parses, the stage
 computes) and :data:`NOT_CODE`'s sharing."""
 REWARDS = "vlrl.rewards"
 """The reward registry's package (see :func:`reward_families`)."""
-READS_NAME = "READS"
 FILES_NAME = "FILES"
 
 
@@ -115,7 +113,8 @@ def _parse(path: Path) -> ast.Module:
 
 
 def imported_modules(module: str, root: Path | None = None) -> set[str]:
-    """The ``vlrl`` modules that ``module``'s source imports (one level, names that exist)."""
+    """The ``vlrl`` modules that ``module``'s source imports (one level, names that exist; an
+    old path that moved counts as the modules it moved to, :mod:`vlrl.core.moved`)."""
     path = module_file(module, root)
     if path is None:
         raise ConfigError(f"no source file for module {module} under {source_root(root)}")
@@ -133,7 +132,7 @@ def imported_modules(module: str, root: Path | None = None) -> set[str]:
                 target = node.module or ""
             # `from vlrl.x import y`: y is a submodule, or a name defined in vlrl.x
             names = [target, *(f"{target}.{alias.name}" for alias in node.names)]
-        for name in names:
+        for name in (new for old in names for new in moved.current(old)):
             if (name == PACKAGE or name.startswith(PACKAGE + ".")) and module_file(name, root):
                 found.add(name)
     return found
@@ -214,7 +213,7 @@ def data_files(module: str, root: Path | None = None) -> list[Path]:
 
     >>> "index.html.j2" in [f.name for f in data_files("vlrl.reporting.render")]
     True
-    >>> data_files("vlrl.paths")
+    >>> data_files("vlrl.core.paths")
     []
     """
     path = module_file(module, root)
@@ -289,76 +288,3 @@ def _files(path: Path, mtime_ns: int) -> tuple[str, ...]:
                 "directory (relative, no '..')"
             )
     return value
-
-
-def _imported_from(tree: ast.Module, name: str) -> str | None:
-    """The module that ``from <module> import <name>`` at module level takes ``name`` from."""
-    for node in tree.body:
-        if (
-            isinstance(node, ast.ImportFrom)
-            and not node.level
-            and any((alias.asname or alias.name) == name for alias in node.names)
-        ):
-            return node.module
-    return None
-
-
-def _keys_of(path: Path, tree: ast.Module, node: ast.expr) -> tuple[str, ...] | None:
-    """The strings of a tuple literal whose items are strings or ``*NAME``, NAME a tuple of
-    strings assigned at module level in the ``vlrl`` module it is imported from; None when the
-    expression is not of that form."""
-    if not isinstance(node, ast.Tuple):
-        return None
-    keys: list[str] = []
-    for item in node.elts:
-        if isinstance(item, ast.Constant) and isinstance(item.value, str):
-            keys.append(item.value)
-            continue
-        if not (isinstance(item, ast.Starred) and isinstance(item.value, ast.Name)):
-            return None
-        name = item.value.id
-        source = _imported_from(tree, name)
-        origin = None
-        if source and source.startswith(PACKAGE + "."):
-            package_dir = next(p for p in path.parents if p.name == PACKAGE)
-            origin = module_file(source, package_dir.parent.parent)
-        if origin is None:
-            raise ConfigError(
-                f"{path}: {READS_NAME} unpacks {name}, which is not imported from a vlrl module"
-            )
-        found, value = _literal(origin, name)
-        if not (found and _strings(value)):
-            raise ConfigError(f"{origin}: {name} must be a tuple of strings (unpacked by {path})")
-        keys += value
-    return tuple(keys)
-
-
-@functools.cache
-def _reads(path: Path, mtime_ns: int) -> tuple[str, ...]:
-    tree = _parse(path)
-    for node in tree.body:
-        if isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == READS_NAME for t in targets):
-                keys = _keys_of(path, tree, node.value)
-                if keys is None:
-                    raise ConfigError(
-                        f"{path}: {READS_NAME} must be a tuple of strings (and *NAME of a tuple "
-                        "of strings imported from a vlrl module)"
-                    )
-                return keys
-    raise ConfigError(
-        f"{path}: no {READS_NAME} = (...) declaring the experiment config keys the stage reads"
-    )
-
-
-def declared_reads(stage: str, root: Path | None = None) -> tuple[str, ...]:
-    """The config keys ``vlrl/stages/<stage>.py`` declares in ``READS``.
-
-    >>> declared_reads("merge")[:2]
-    ('base_model', 'sft.enabled')
-    """
-    path = module_file(f"{PACKAGE}.stages.{stage}", root)
-    if path is None:
-        raise ConfigError(f"stage {stage!r} has no module under {source_root(root)}/vlrl/stages/")
-    return _reads(path, path.stat().st_mtime_ns)

@@ -41,8 +41,8 @@ from typing import Any
 from PIL import Image, UnidentifiedImageError
 from pydantic import ValidationError
 
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.core.errors import DataError
+from vlrl.items.records import Record
 
 #: Where a converted dataset's records and images go, relative to the dataset directory.
 RECORDS_DIR = "records"

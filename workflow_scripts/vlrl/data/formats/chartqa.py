@@ -14,7 +14,7 @@ the official ``test_human.json`` and ``test_augmented.json``, in that order):
 
 There is no id field: rows are numbered in file order.
 
-Mapping to :class:`vlrl.records.Record`, from lmms-eval ``lmms_eval/tasks/chartqa/utils.py``
+Mapping to :class:`vlrl.items.records.Record`, from lmms-eval ``lmms_eval/tasks/chartqa/utils.py``
 and ``chartqa.yaml``:
 
 - ``problem`` = ``question.strip()``: ``chartqa_doc_to_text`` with its empty ``pre_prompt``,
@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 from vlrl.scoring.rules import relaxed_float
 
 DATA_SOURCE = "chartqa"

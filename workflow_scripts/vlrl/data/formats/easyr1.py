@@ -25,7 +25,7 @@ Split: the parquet files under the dataset folder (``records/`` aside); when the
 split words (``train-00000-of-00003.parquet``, ``data/test-…``), as ``datasets`` infers splits
 from file names, only the train files are read.
 
-Mapping to :class:`vlrl.records.Record` (split ``train``): ``id`` = the row's position across
+Mapping to :class:`vlrl.items.records.Record` (split ``train``): ``id`` = the row's position across
 the files (``"0"``, ``"1"``, …); ``problem`` as above; ``answer`` = ``answer``, stripped;
 ``images`` = the pictures, stored once each; ``data_source`` = ``vision_sr1_47k`` (the release
 this format is for; the rows carry no source column the loader reads). ``problem_type``: the
@@ -51,6 +51,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import (
     RECORDS_DIR,
     ImageStore,
@@ -61,8 +62,7 @@ from vlrl.data.formats import (
     realworldqa,
     record,
 )
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "vision_sr1_47k"
 SPLIT = "train"

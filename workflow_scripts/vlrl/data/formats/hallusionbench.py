@@ -21,7 +21,7 @@ parquet struct ``{bytes, path}``):
   (unused); ``filename``: ``./<category>/<subcategory>/<set_id>_<figure_id>.png`` (unused);
 - ``image``: the figure.
 
-Mapping to :class:`vlrl.records.Record`:
+Mapping to :class:`vlrl.items.records.Record`:
 
 - ``problem`` = ``question`` as it is: lmms-eval ``hallusion_bench/evaluate_hb.py::
   hb_doc_to_text`` with its default (empty) pre- and post-prompt; VLMEvalKit
@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "hallusionbench"
 SPLIT = "image"

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from vlrl.data.formats import ImageStore
 from vlrl.data.formats.vlm_r1_rec import convert_rec_jsons
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "lisa_grounding"
 #: Split → member file name of ``rec_jsons_processed.zip``.

@@ -19,7 +19,7 @@ response; alpaca's user turn is ``instruction`` and ``input`` joined by a newlin
 non-empty) and ``output`` is the response; ``mm_plugin.py`` ``_validate_input`` requires as many
 ``<image>`` tokens in the turns as images.
 
-Mapping to :class:`vlrl.records.Record`, one per row, in file order, split ``train``: ``id`` =
+Mapping to :class:`vlrl.items.records.Record`, one per row, in file order, split ``train``: ``id`` =
 ``<subset>-<position>``; ``task`` = the subset (``vision_see_think``, ``vision_reasoner``,
 ``caption_reasoners(text)``); ``problem`` = the user turn verbatim, ``<image>`` tokens removed and
 the ends stripped (vlrl puts the images first, in order; the Vision-SR1 user turns carry their
@@ -46,10 +46,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import ImageStore, Row, RowError, record
 from vlrl.data.formats.easyr1 import IMAGE_TOKEN, answer_kind, read_image_file
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "vision_sr1_cold_9k"
 SPLIT = "train"

@@ -23,7 +23,7 @@ authors' ``testmini.json`` and lmms-eval's copy ``CaraJ/MathVerse-lmmseval``):
 - ``query_cot``: string, the same with a reason-first instruction;
 - ``question_for_eval``: string, the question the judge is shown.
 
-Mapping to :class:`vlrl.records.Record`, ported from lmms-eval
+Mapping to :class:`vlrl.items.records.Record`, ported from lmms-eval
 ``lmms_eval/tasks/mathverse/utils.py::mathverse_doc_to_text`` →
 ``mathverse_evals.py::MathVerseEvaluator.create_one_query`` (commit 75571cfe; every
 ``mathverse_testmini*`` task and the ``reasoning/`` variant use ``shot_type="format-prompt"``,
@@ -63,7 +63,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "mathverse"
 SPLIT = "testmini"

@@ -18,7 +18,7 @@ Raw schema (the dataset card's ``dataset_info``; the same fields as the authors'
 - ``solution``: string or null; ``level``: int64 (1-5); ``subject``: string (16 subjects, e.g.
   "metric geometry - area").
 
-Mapping to :class:`vlrl.records.Record`, ported from lmms-eval
+Mapping to :class:`vlrl.items.records.Record`, ported from lmms-eval
 ``lmms_eval/tasks/mathvision/utils.py::mathvision_doc_to_text`` (commit 75571cfe; tasks
 ``mathvision_test`` / ``mathvision_testmini``), which sends::
 
@@ -55,9 +55,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "mathvision"
 #: Output split → its hub files.

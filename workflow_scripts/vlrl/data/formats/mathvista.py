@@ -17,7 +17,7 @@ Raw schema (the dataset card's ``dataset_info``):
   skills: list of strings, source, split, task};
 - ``query``: string, the official prompt (hint first, then question and choices).
 
-Mapping to :class:`vlrl.records.Record`:
+Mapping to :class:`vlrl.items.records.Record`:
 
 - ``id`` = pid; ``images`` = [decoded_image]; ``data_source`` = "mathvista";
 - ``problem`` = the zero-shot query lmms-eval builds for ``mathvista_testmini_cot``
@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "mathvista"
 SPLIT = "testmini"

@@ -26,7 +26,7 @@ rows of VLMEvalKit's ``MMBench_DEV_EN.tsv``):
 - ``image``: image (parquet struct ``{bytes, path}``); ``source``, ``comment``, ``split``:
   strings (unused).
 
-Mapping to :class:`vlrl.records.Record`, ported from VLMEvalKit
+Mapping to :class:`vlrl.items.records.Record`, ported from VLMEvalKit
 ``vlmeval/dataset/image_mcq.py::ImageMCQDataset.build_prompt`` and
 ``vlmeval/dataset/utils/multiple_choice.py::mcq_circular_eval`` / ``report_acc`` (commit
 e8e78f05), the MMBench authors' toolkit (SophiaVL-R1 and SATORI-R1 report VLMEvalKit numbers):
@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "mmbench"
 SPLIT = "dev"

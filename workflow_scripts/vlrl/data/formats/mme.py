@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "mme"
 SPLIT = "test"

@@ -17,7 +17,8 @@ Raw schema (the dataset card's ``dataset_info``, every config alike):
 - ``question_type``: "multiple-choice" | "open";
 - ``subfield``: string (unused).
 
-Mapping to :class:`vlrl.records.Record`, ported from lmms-eval ``lmms_eval/tasks/mmmu/utils.py``
+Mapping to :class:`vlrl.items.records.Record`, ported from lmms-eval
+``lmms_eval/tasks/mmmu/utils.py``
 (commit 75571cfe; ``mmmu_val``, ``prompt_type: format``, ``interleaved_format: false``):
 
 - ``problem``: ``construct_prompt`` without its post-prompt: multiple-choice
@@ -49,7 +50,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "mmmu"
 SPLIT = "validation"

@@ -15,7 +15,7 @@ Raw schema (the dataset card's ``dataset_info``):
 - ``vision``: ``id`` string, ``image`` image (question and options rendered in it), ``options``
   string (a Python list, added to the config 2024-11-10), ``answer`` string, ``subject`` string.
 
-Mapping to :class:`vlrl.records.Record`, ported from lmms-eval
+Mapping to :class:`vlrl.items.records.Record`, ported from lmms-eval
 ``lmms_eval/tasks/mmmu_pro/utils.py`` (commit 75571cfe; tasks ``mmmu_pro_standard`` and
 ``mmmu_pro_vision``, ``lmms_eval_specific_kwargs.default``):
 
@@ -43,10 +43,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
 from vlrl.data.formats.mmmu import gold_letter, parse_options, render_options, save_images
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "mmmu_pro"
 #: Output split → the hub files of its config.

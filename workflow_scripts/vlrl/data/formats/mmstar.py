@@ -20,7 +20,7 @@ Raw schema (the dataset card's ``dataset_info``, commit a9beb09 "init"):
 - ``meta_info``: struct ``{source, split, image_path}``, where the question was taken from
   (unused).
 
-Mapping to :class:`vlrl.records.Record`, ported from lmms-eval
+Mapping to :class:`vlrl.items.records.Record`, ported from lmms-eval
 ``lmms_eval/tasks/mmstar/utils.py::mmstar_doc_to_text`` (commit 75571cfe, task ``mmstar``):
 
 - ``problem`` = ``question.strip()`` with " Please answer yes or no." removed, which
@@ -53,7 +53,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "mmstar"
 SPLIT = "val"

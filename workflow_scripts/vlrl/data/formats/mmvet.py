@@ -15,7 +15,7 @@ Raw fields, as lmms-eval ``lmms_eval/tasks/mmvet/utils.py`` reads them (the card
   know, gen, spat, math (``mmvet_aggregate_results`` does ``capabilities.split(",")``; in
   ``mm-vet.json`` it is a list, which is accepted too).
 
-Mapping to :class:`vlrl.records.Record`, ported from lmms-eval ``tasks/mmvet/utils.py``
+Mapping to :class:`vlrl.items.records.Record`, ported from lmms-eval ``tasks/mmvet/utils.py``
 (commit 75571cfe) and the authors' ``mm-vet_evaluator.py``:
 
 - ``id`` = question_id; ``images`` = [image]; ``data_source`` = "mmvet";
@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "mmvet"
 SPLIT = "test"

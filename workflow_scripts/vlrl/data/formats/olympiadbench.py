@@ -33,7 +33,7 @@ Raw schema (the dataset card's ``dataset_info``, as copies of it show):
   ``modality``, ``difficulty``, ``question_type``, ``subject``, ``language``: strings (unused:
   the subset's name says language and subject, as VLMEvalKit reads them from ``source``).
 
-Mapping to :class:`vlrl.records.Record`, ported from VLMEvalKit
+Mapping to :class:`vlrl.items.records.Record`, ported from VLMEvalKit
 ``vlmeval/dataset/image_vqa.py::OlympiadBench.build_prompt`` and
 ``vlmeval/dataset/utils/olympiadbench.py::get_answer_type_text`` / ``make_input`` (commit
 e8e78f05; the same in SATORI-R1's fork, 8857b30f):
@@ -80,9 +80,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "olympiadbench"
 #: The open-ended subsets (VLMEvalKit's ``name_list``); each is a split of its own.

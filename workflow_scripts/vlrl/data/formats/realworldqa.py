@@ -17,7 +17,7 @@ Raw fields (the dataset card's ``dataset_info``, in this order):
 
 There is no id field: rows are numbered in file order across the two shards.
 
-Mapping to :class:`vlrl.records.Record`, ported from lmms-eval
+Mapping to :class:`vlrl.items.records.Record`, ported from lmms-eval
 ``lmms_eval/tasks/realworldqa/utils.py`` and ``realworldqa.yaml`` (commit 75571cfe):
 
 - ``problem`` = ``question.strip()`` without its answer instruction. lmms-eval's
@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "realworldqa"
 SPLIT = "test"

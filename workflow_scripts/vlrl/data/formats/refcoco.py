@@ -37,7 +37,7 @@ Raw schema (the dataset card's ``dataset_info``), one row per referred object:
 - ``bbox``: list of 4 float32, COCO ``[x, y, w, h]`` in absolute pixels of ``image``;
 - ``iscrowd``: int8 and ``file_name``: string (``COCO_train2014_000000296747_0.jpg``), not read.
 
-Mapping to :class:`vlrl.records.Record`, VLM-R1's REC protocol (``om-ai-lab/VLM-R1``
+Mapping to :class:`vlrl.items.records.Record`, VLM-R1's REC protocol (``om-ai-lab/VLM-R1``
 ``src/eval/test_rec_r1.py`` over its ``rec_jsons_processed`` files, issue #11):
 
 - one record per referring expression, not per row: VLM-R1's files hold one item per expression
@@ -53,7 +53,7 @@ Mapping to :class:`vlrl.records.Record`, VLM-R1's REC protocol (``om-ai-lab/VLM-
 - ``boxes`` = ``[[x, y, x + w, y + h]]`` in pixels of the stored (original) image, VLM-R1's
   ``solution`` (``[103.93, 299.99, 238.15, 477.41]`` for COCO ``[103.93, 299.99, 134.22,
   177.42]``); the float32 noise of the hub's ``bbox`` is removed by rounding to
-  :data:`DECIMALS` places (COCO boxes have two); ``answer`` = :func:`vlrl.answers.dumps_box`;
+  :data:`DECIMALS` places (COCO boxes have two); ``answer`` = :func:`vlrl.items.answers.dumps_box`;
   ``problem_type`` = ``grounding``;
 - a box that leaves the image by at most :data:`EDGE_TOLERANCE` px is clamped to it; a box
   further out, or empty, is an error naming the row;
@@ -75,10 +75,10 @@ from pathlib import Path
 
 from PIL import Image
 
-from vlrl.answers import dumps_box
+from vlrl.core.errors import DataError
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.items.answers import dumps_box
+from vlrl.items.records import Record
 
 DATA_SOURCE = "refcoco"
 SPLITS = ("val", "test", "testA", "testB")
@@ -165,7 +165,7 @@ def check_standard(split: str, found: int, files: list[str]) -> None:
     >>> check_standard("test", 14000, ["data/test-00000-of-00002.parquet"])
     Traceback (most recent call last):
     ...
-    vlrl.errors.DataError: data/test-...: split 'test' holds 14,000 expressions, expected one of ...
+    vlrl.core.errors.DataError: data/test-...: split 'test' holds 14,000 expressions, ...
     """
     standard = STANDARD_EXPRESSIONS[split]
     if found not in standard:

@@ -25,7 +25,7 @@ Paths are relative to the dataset folder (the image base folder: the one holding
 ``Knowledge/``, …). The hub repository's own file list could not be read here; this is the
 layout the release's code implies.
 
-Mapping to :class:`vlrl.records.Record` (split ``train``, in file order):
+Mapping to :class:`vlrl.items.records.Record` (split ``train``, in file order):
 
 - ``id`` = ``<subset>-<problem_id>`` (``<subset>-i<position>`` for an item without one; an id
   that repeats in its subset is a rejected item); ``task`` = the subset;
@@ -62,11 +62,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import RECORDS_DIR, ImageStore, Row, RowError, record
 from vlrl.data.formats.easyr1 import IMAGE_TOKEN, read_image_file
-from vlrl.errors import DataError
 from vlrl.hub import DATASET_MANIFEST
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "sophiavl_r1_130k"
 SPLIT = "train"

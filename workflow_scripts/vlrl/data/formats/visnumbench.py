@@ -29,7 +29,7 @@ Synthetic.json``, github.com/GML-FMGroup/mllm_number_sense):
 - ``Attributes``: string, one of :data:`ATTRIBUTES` (Area is synthetic-only, Volume real-only);
 - ``image``: image (parquet struct ``{bytes, path}``).
 
-Mapping to :class:`vlrl.records.Record`, ported from the authors' evaluation code
+Mapping to :class:`vlrl.items.records.Record`, ported from the authors' evaluation code
 (GML-FMGroup/mllm_number_sense, commit 5c97a7d8: ``eval/utils.py::build_prompt``,
 ``eval/extrac_answer.py``, ``eval/evaluate.py``):
 
@@ -61,7 +61,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "visnumbench"
 SPLIT = "test"

@@ -19,7 +19,7 @@ Row: ``{"id": 1, "image": "folder/picture.jpg" | [...], "conversations": [{"from
 "math"}``; ``image`` is optional (text-only rows) and so is ``accu_reward_method`` (VLM-R1 then
 uses the file's ``--reward_method``, default ``default``).
 
-Mapping to :class:`vlrl.records.Record`, as ``grpo_jsonl.py`` reads the row:
+Mapping to :class:`vlrl.items.records.Record`, as ``grpo_jsonl.py`` reads the row:
 
 - ``problem`` = the human turn with every ``<image>`` removed, stripped (the prompt format wraps
   it as VLM-R1's question template does);
@@ -51,10 +51,10 @@ from typing import Any, Protocol
 
 from PIL import Image
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import RECORDS_DIR, ImageStore, Row, RowError, record
 from vlrl.data.formats.refcoco import fit_box
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 #: The image folder of a dataset folder (VLM-R1's ``--image_folders``).
 IMAGE_FOLDER = "images"

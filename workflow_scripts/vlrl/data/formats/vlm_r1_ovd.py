@@ -37,7 +37,7 @@ from pathlib import Path
 
 from vlrl.data.formats import ImageStore, RowError
 from vlrl.data.formats.vlm_r1_jsonl import convert_folder
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 
 def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record | RowError]]:

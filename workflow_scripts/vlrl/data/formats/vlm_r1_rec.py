@@ -41,13 +41,13 @@ JierunChen/Ref-L4: the val + test annotations reviewed, RefCOCO 21,586 = 10,834 
 RefCOCO+ 21,373 = 10,758 + 5,726 + 4,889, RefCOCOg 14,498 = 4,896 + 9,602), whose totals
 the per-split RefCOCO+ and RefCOCOg numbers sum to (no first-party page of each was found).
 
-Mapping to :class:`vlrl.records.Record`, one per item, in the json's order (so ``subsample: {n:
-2000, seed: 42}`` draws the items test_rec_r1.py's ``random.seed(42); random.shuffle(data);
+Mapping to :class:`vlrl.items.records.Record`, one per item, in the json's order (so ``subsample:
+{n: 2000, seed: 42}`` draws the items test_rec_r1.py's ``random.seed(42); random.shuffle(data);
 data[:2000]`` draws): ``id`` = ``<split>-<position in the json>``; ``problem`` = the item's
 ``problem``, stripped (test_rec_r1.py appends its thinking / JSON instruction, which vlrl's prompt
 format replaces); ``boxes`` = ``[solution]``, a box leaving the picture by at most
 :data:`vlrl.data.formats.refcoco.EDGE_TOLERANCE` px clamped to it, one further out (or empty) an
-error naming the item; ``answer`` = :func:`vlrl.answers.dumps_box`; ``problem_type`` =
+error naming the item; ``answer`` = :func:`vlrl.items.answers.dumps_box`; ``problem_type`` =
 ``grounding``; ``image_sizes`` = the picture's; ``task`` = the split (the json's stem,
 ``refcoco_val``, ``refcocop_val``, ``refcocog_val``, also the records file name); ``data_source``
 = ``refcoco``; ``groups`` = ``{"image": <the item's image path>}`` (the expressions of one
@@ -65,11 +65,11 @@ from typing import Any
 
 from PIL import Image
 
-from vlrl.answers import dumps_box
+from vlrl.core.errors import DataError
 from vlrl.data.formats import ImageStore, Row, record
 from vlrl.data.formats.refcoco import fit_box
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.items.answers import dumps_box
+from vlrl.items.records import Record
 
 DATA_SOURCE = "refcoco"
 #: The annotation archive; the json files are members of it.
@@ -141,7 +141,7 @@ def check_rows(label: str, items: list[Any], expected: int, about: str) -> None:
     >>> check_rows("a.zip:refcoco_val.json", [{}] * 2, 3, "RefCOCO (UNC) val")
     Traceback (most recent call last):
     ...
-    vlrl.errors.DataError: a.zip:refcoco_val.json holds 2 items, expected 3 (RefCOCO (UNC) val)
+    vlrl.core.errors.DataError: a.zip:refcoco_val.json holds 2 items, expected 3 (RefCOCO (UNC) val)
     """
     if len(items) != expected:
         found = f"{len(items):,} item" + ("" if len(items) == 1 else "s")

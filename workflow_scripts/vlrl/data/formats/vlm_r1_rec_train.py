@@ -34,12 +34,13 @@ train 80,512, the UMD split's train size (Nagaraja et al. 2016; no page read her
 321,327 in all. That the released files hold exactly these is not verified: a file of another
 size fails naming itself, the count expected and the count found.
 
-Mapping to :class:`vlrl.records.Record`, one per row, in the file's order: ``id`` =
+Mapping to :class:`vlrl.items.records.Record`, one per row, in the file's order: ``id`` =
 ``<split>-<line number, from 0>``; ``problem`` = the human turn with ``<image>`` removed, stripped;
 ``boxes`` = ``[the gpt box]``, clamped to the picture when it leaves it by at most
-:data:`vlrl.data.formats.refcoco.EDGE_TOLERANCE` px; ``answer`` = :func:`vlrl.answers.dumps_box`;
-``problem_type`` = ``grounding``; ``image_sizes`` = the picture's; ``task`` = the split (the file's
-stem: ``refcoco_train``, ``refcocop_train``, ``refcocog_train``, also the records file name);
+:data:`vlrl.data.formats.refcoco.EDGE_TOLERANCE` px; ``answer`` =
+:func:`vlrl.items.answers.dumps_box`; ``problem_type`` = ``grounding``; ``image_sizes`` = the
+picture's; ``task`` = the split (the file's stem: ``refcoco_train``, ``refcocop_train``,
+``refcocog_train``, also the records file name);
 ``data_source`` = ``refcoco``. A row's ``accu_reward_method``, if any, only has to be one VLM-R1
 knows: the REC rewards come from the VLM module. A malformed row (not JSON, no picture, a box
 that is not four numbers or leaves the picture, an empty turn) is yielded as an error naming its
@@ -53,7 +54,6 @@ import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from vlrl.answers import dumps_box
 from vlrl.data.formats import ImageStore, Row, RowError, record
 from vlrl.data.formats.vlm_r1_jsonl import (
     Pictures,
@@ -72,7 +72,8 @@ from vlrl.data.formats.vlm_r1_rec import (
     find_archive,
     read_member,
 )
-from vlrl.records import Record
+from vlrl.items.answers import dumps_box
+from vlrl.items.records import Record
 
 DATA_SOURCE = "refcoco"
 #: Split → member file name of :data:`vlrl.data.formats.vlm_r1_rec.ANNOTATIONS`.

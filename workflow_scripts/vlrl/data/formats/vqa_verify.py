@@ -31,11 +31,12 @@ files) with image paths resolved against the json file's folder, then the datase
 refused. Each file's rows go to the split its name starts with (``train`` / ``validation`` /
 ``test`` before the first ``-``, ``_`` or ``.``), else to ``train``.
 
-Mapping to :class:`vlrl.records.Record` (fitted to :mod:`vlrl.rewards.satori`):
+Mapping to :class:`vlrl.items.records.Record` (fitted to :mod:`vlrl.rewards.satori`):
 
 - ``problem`` = the one user turn (or query), ``<image>`` tags removed, stripped. A system turn
-  must be SATORI's ``prompt.txt`` (:data:`vlrl.prompts.CAPTION_BBOX_ANSWER_SYSTEM_PROMPT`): a row
-  with its own would have replaced ``--system`` in ms-swift, so it is refused, not rewritten;
+  must be SATORI's ``prompt.txt``
+  (:data:`vlrl.items.prompt_texts.CAPTION_BBOX_ANSWER_SYSTEM_PROMPT`): a row with its own would
+  have replaced ``--system`` in ms-swift, so it is refused, not rewritten;
   assistant turns are not read (no reward reads them);
 - ``answer`` = ``possible_answers[0]``; ``accepted`` = the others, in order, repeats dropped, so
   ``[answer, *accepted]`` is the set ``VQAAccuracy`` tests membership in. Answers are kept
@@ -67,13 +68,13 @@ from typing import Any
 
 from PIL import Image
 
+from vlrl.core.errors import DataError
+from vlrl.core.files import read_jsonl
 from vlrl.data.formats import RECORDS_DIR, ImageStore, Row, RowError, parquet_rows, record
 from vlrl.data.formats.refcoco import fit_box
-from vlrl.errors import DataError
-from vlrl.files import read_jsonl
 from vlrl.hub import DATASET_MANIFEST
-from vlrl.prompts import CAPTION_BBOX_ANSWER_SYSTEM_PROMPT
-from vlrl.records import Record
+from vlrl.items.prompt_texts import CAPTION_BBOX_ANSWER_SYSTEM_PROMPT
+from vlrl.items.records import Record
 
 DATA_SOURCE = "vqa_verify"
 DEFAULT_SPLIT = "train"

@@ -27,7 +27,7 @@ Raw schema (the fields of ``data/testmini.json``; the parquet's columns as lmms-
 - ``split`` ("testmini"), ``knowledge concept``, ``knowledge concept description``: strings
   (unused).
 
-Mapping to :class:`vlrl.records.Record`, ported from VLMEvalKit
+Mapping to :class:`vlrl.items.records.Record`, ported from VLMEvalKit
 ``vlmeval/dataset/image_mcq.py::WeMath.build_prompt`` (commit e8e78f05; the same in SATORI-R1's
 fork ``VLMEvalKit/vlmeval/dataset/image_mcq.py``, 8857b30f), dataset ``WeMath`` (``WeMath_COT``
 appends the row's ``requirement``, a CoT instruction, which vlrl's prompt format replaces):
@@ -60,9 +60,9 @@ from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
+from vlrl.core.errors import DataError
 from vlrl.data.formats import ImageStore, Row, parquet_rows, record
-from vlrl.errors import DataError
-from vlrl.records import Record
+from vlrl.items.records import Record
 
 DATA_SOURCE = "wemath"
 SPLIT = "testmini"

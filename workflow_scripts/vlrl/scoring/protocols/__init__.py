@@ -21,7 +21,7 @@ protocol without new inference.
 
 from __future__ import annotations
 
-from vlrl.errors import ConfigError
+from vlrl.core.errors import ConfigError
 from vlrl.scoring.protocols import official, papers, vlmevalkit
 from vlrl.scoring.protocols import vlrl as vlrl_rules
 from vlrl.scoring.protocols.base import JudgeUse, ScoringProtocol, judge_mode

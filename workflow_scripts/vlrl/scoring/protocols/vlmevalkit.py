@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vlrl.answers import normalize_text
+from vlrl.items.answers import normalize_text
 from vlrl.scoring import choice, maths
 from vlrl.scoring.candidate import Candidate, Verdict, verdict
 from vlrl.scoring.protocols.base import ScoringProtocol

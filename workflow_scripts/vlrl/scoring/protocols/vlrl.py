@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from vlrl.answers import has_latex
+from vlrl.items.answers import has_latex
 from vlrl.scoring import maths
 from vlrl.scoring.candidate import Candidate, Verdict
 from vlrl.scoring.protocols.base import ScoringProtocol

@@ -1,0 +1,114 @@
+"""The resume point is the newest complete checkpoint: saves cut short are skipped and removed
+(vlrl.cluster.checkpoints; a real save killed half-way: tests/stages/test_grpo.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vlrl.cluster.checkpoints import (
+    DEEPSPEED_TAG,
+    IN_PROGRESS,
+    TRAINER_STATE,
+    checkpoint_dirs,
+    incomplete_reason,
+    newest_complete,
+)
+
+
+def _checkpoint(folder: Path, step: int, state: str | None = None, **files: str) -> Path:
+    """``checkpoint-<step>`` as ``Trainer._save_checkpoint`` leaves it: weights, optimizer, and
+    (written last) ``trainer_state.json`` unless ``state`` says otherwise ("" leaves it out)."""
+    path = folder / f"checkpoint-{step}"
+    path.mkdir(parents=True)
+    (path / "model.safetensors").write_bytes(b"weights")
+    (path / "optimizer.pt").write_bytes(b"optimizer")
+    if state is None:
+        state = json.dumps({"global_step": step, "log_history": []})
+    if state:
+        (path / TRAINER_STATE).write_text(state)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    return path
+
+
+def test_the_newest_complete_checkpoint_is_the_resume_point(tmp_path: Path, caplog) -> None:
+    for step in (2, 10):
+        _checkpoint(tmp_path, step)
+    _checkpoint(tmp_path, 12, state="")  # killed before trainer_state.json
+    _checkpoint(tmp_path, 14, state='{"global_step": 14, "log_hi')  # killed while writing it
+    (tmp_path / "checkpoint-x").mkdir()  # not a checkpoint: left alone
+    (tmp_path / "vlrl_fingerprint.txt").write_text("f")
+    with caplog.at_level("WARNING", logger="vlrl.cluster.checkpoints"):
+        assert newest_complete(tmp_path) == tmp_path / "checkpoint-10"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "checkpoint-10",
+        "checkpoint-2",
+        "checkpoint-x",
+        "vlrl_fingerprint.txt",
+    ]
+    assert f"checkpoint-12 is incomplete (it has no {TRAINER_STATE}" in caplog.text
+    assert f"checkpoint-14 is incomplete (its {TRAINER_STATE} does not parse" in caplog.text
+    assert "removing it" in caplog.text
+
+
+def test_numeric_order_not_name_order(tmp_path: Path) -> None:
+    for step in (9, 10, 100):
+        _checkpoint(tmp_path, step)
+    assert [p.name for p in checkpoint_dirs(tmp_path)] == [
+        "checkpoint-9",
+        "checkpoint-10",
+        "checkpoint-100",
+    ]
+    assert newest_complete(tmp_path) == tmp_path / "checkpoint-100"
+
+
+def test_without_remove_incomplete_ones_stay(tmp_path: Path) -> None:
+    _checkpoint(tmp_path, 1)
+    _checkpoint(tmp_path, 2, state="")
+    assert newest_complete(tmp_path, remove=False) == tmp_path / "checkpoint-1"
+    assert (tmp_path / "checkpoint-2").is_dir()
+
+
+def test_none_complete_or_no_folder(tmp_path: Path) -> None:
+    assert newest_complete(tmp_path / "missing") is None
+    _checkpoint(tmp_path, 3, state="")
+    assert newest_complete(tmp_path) is None
+    assert not (tmp_path / "checkpoint-3").exists()
+
+
+@pytest.mark.parametrize(
+    ("state", "files", "reason"),
+    [
+        ('{"global_step": 4}', {}, None),
+        ("", {}, f"it has no {TRAINER_STATE}"),
+        ("{", {}, "does not parse"),
+        ("[4]", {}, "says step [4]"),
+        ('{"global_step": 3}', {}, "says step 3"),  # another save's state copied in
+        ('{"global_step": 4}', {IN_PROGRESS: "saving"}, f"it holds {IN_PROGRESS}"),
+    ],
+)
+def test_what_makes_a_checkpoint_incomplete(
+    tmp_path: Path, state: str, files: dict[str, str], reason: str | None
+) -> None:
+    path = _checkpoint(tmp_path, 4, state=state, **files)
+    found = incomplete_reason(path)
+    assert found is None if reason is None else reason in found
+
+
+def test_deepspeed_needs_its_latest_tag_and_the_directory_it_names(tmp_path: Path) -> None:
+    """DeepSpeed's save_checkpoint writes ``global_step<N>/`` and then ``latest``."""
+    whole = _checkpoint(
+        tmp_path, 5, **{DEEPSPEED_TAG: "global_step5\n", "global_step5/mp_rank_00.pt": "x"}
+    )
+    no_tag = _checkpoint(tmp_path, 6, **{"global_step6/mp_rank_00.pt": "x"})
+    dangling = _checkpoint(tmp_path, 7, **{DEEPSPEED_TAG: "global_step7"})
+    assert incomplete_reason(whole, deepspeed=True) is None
+    assert "no DeepSpeed latest file" in incomplete_reason(no_tag, deepspeed=True)
+    assert "names 'global_step7', which is not there" in incomplete_reason(dangling, True)
+    assert incomplete_reason(no_tag) is None  # without DeepSpeed the tag is not looked for
+    assert newest_complete(tmp_path, deepspeed=True) == whole
+    assert [p.name for p in checkpoint_dirs(tmp_path)] == ["checkpoint-5"]

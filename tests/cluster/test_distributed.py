@@ -1,0 +1,251 @@
+"""Launching training on 1 GPU, 8 GPUs and 2 nodes x 8, and the Slurm request the experiment's
+resources turn into (the sbatch line is built by snakemake-executor-plugin-slurm's own code)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from vlrl.cluster.distributed import (
+    NODE_RANK_FROM_SLURM,
+    RENDEZVOUS_PORTS,
+    Rendezvous,
+    Topology,
+    llamafactory_command,
+    rendezvous_port,
+    slurm_hosts,
+    topology,
+    torchrun_command,
+)
+from vlrl.config import StageResources, load_experiment
+from vlrl.core.errors import StageError
+from vlrl.workflow.dag import dag_jobs
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = "vlm_r1_rec"
+TARGET = ["-m", "vlrl.stages.grpo", "exp", "config.json", "out", ""]
+CLI = "/env/bin/llamafactory-cli"
+RDZV = Rendezvous("gpu-node-07", 31234, "401234")
+
+# (name, resources, CPU processes) → topology
+TOPOLOGIES = [
+    ("cpu, one process", StageResources(), 1, Topology(1, 1, 0, None, 4000)),
+    ("cpu, two processes", StageResources(cpus=2), 2, Topology(1, 2, 0, 2, 4000)),
+    ("1 GPU", StageResources(gpus=1, cpus=8), 1, Topology(1, 1, 1, 8, 4000)),
+    ("8 GPUs", StageResources(gpus=8, mem_mb=480000), 1, Topology(1, 8, 8, None, 480000)),
+    (
+        "2 nodes x 8 GPUs",
+        StageResources(gpus=8, nodes=2, cpus=64, mem_mb=480000),
+        1,
+        Topology(2, 8, 8, 64, 480000),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("resources", "processes", "expected"),
+    [case[1:] for case in TOPOLOGIES],
+    ids=[case[0] for case in TOPOLOGIES],
+)
+def test_topology_follows_the_resources(resources, processes, expected) -> None:
+    assert topology(resources, processes) == expected
+
+
+def test_grpo_on_one_gpu_trains_in_the_stage_process() -> None:
+    """One process needs no launcher: run() calls train() in-process (world size 1)."""
+    assert topology(StageResources(gpus=1), 1).world_size == 1
+
+
+def test_grpo_on_8_gpus_is_one_standalone_torchrun() -> None:
+    cmd = torchrun_command(Topology(1, 8, 8), TARGET, python="/env/bin/python")
+    assert cmd == [
+        "/env/bin/python",
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node=8",
+        "--standalone",
+        *TARGET,
+    ]
+
+
+def test_grpo_on_2_nodes_is_one_torchrun_per_node_meeting_on_the_first() -> None:
+    """Each node's task states the CPUs, GPUs and memory the job asked for per node: the job
+    step that runs the stage has no SLURM_CPUS_PER_TASK for srun to inherit."""
+    topo = Topology(2, 8, 8, cpus_per_node=64, mem_mb_per_node=480000)
+    cmd = torchrun_command(topo, TARGET, RDZV, python="/env/bin/python")
+    launcher = cmd.index("/env/bin/python")
+    assert cmd[:launcher] == [
+        "srun",
+        "--jobid=401234",
+        "--nodes=2",
+        "--ntasks=2",
+        "--ntasks-per-node=1",
+        "--cpus-per-task=64",
+        "--gres=gpu:8",
+        "--mem=480000",
+        "--overlap",
+        "--kill-on-bad-exit=1",
+        "--export=ALL",
+    ]
+    assert cmd[launcher:] == [
+        "/env/bin/python",
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node=8",
+        "--nnodes=2",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=gpu-node-07:31234",
+        "--rdzv-id=401234",
+        *TARGET,
+    ]
+
+
+def test_several_nodes_need_a_rendezvous() -> None:
+    with pytest.raises(ValueError, match="2 nodes need a rendezvous"):
+        torchrun_command(Topology(2, 8, 8), TARGET)
+    with pytest.raises(ValueError, match="2 nodes need a rendezvous"):
+        llamafactory_command(Topology(2, 8, 8), CLI, ["train"])
+
+
+def test_sft_on_one_gpu_is_llamafactory_alone() -> None:
+    assert llamafactory_command(Topology(1, 1, 1), CLI, ["train", "t.yaml"]) == (
+        [CLI, "train", "t.yaml"],
+        {},
+    )
+
+
+def test_sft_on_8_gpus_lets_llamafactory_start_torchrun() -> None:
+    cmd, env = llamafactory_command(Topology(1, 8, 8), CLI, ["train", "t.yaml"], path="/usr/bin")
+    assert cmd == [CLI, "train", "t.yaml"]
+    assert env == {
+        "FORCE_TORCHRUN": "1",
+        "NNODES": "1",
+        "NPROC_PER_NODE": "8",
+        "NODE_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "PATH": "/env/bin:/usr/bin",
+    }
+
+
+def test_sft_on_2_nodes_runs_llamafactory_on_each_with_its_node_rank() -> None:
+    cmd, env = llamafactory_command(Topology(2, 8, 8), CLI, ["train", "t.yaml"], RDZV, "/usr/bin")
+    assert cmd[:3] == ["srun", "--jobid=401234", "--nodes=2"]
+    assert cmd[cmd.index("bash") :] == ["bash", "-c", NODE_RANK_FROM_SLURM, CLI, "train", "t.yaml"]
+    assert env == {
+        "FORCE_TORCHRUN": "1",
+        "NNODES": "2",
+        "NPROC_PER_NODE": "8",
+        "MASTER_ADDR": "gpu-node-07",
+        "MASTER_PORT": "31234",
+        "PATH": "/env/bin:/usr/bin",
+    }
+
+
+def test_each_node_takes_slurms_node_id_as_its_rank() -> None:
+    """The shell line srun runs on every node: NODE_RANK from SLURM_NODEID, the command as is."""
+    show = "import os, sys; print(os.environ['NODE_RANK'], sys.argv[1:])"
+    cmd = ["bash", "-c", NODE_RANK_FROM_SLURM, sys.executable, "-c", show, "a b", "c"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env={"SLURM_NODEID": "1"}, check=True)
+    assert out.stdout.strip() == "1 ['a b', 'c']"
+
+
+def test_rendezvous_port_depends_on_the_job_only() -> None:
+    assert rendezvous_port("401234") == rendezvous_port("401234") != rendezvous_port("401235")
+
+
+def test_rendezvous_ports_are_not_ephemeral_ports() -> None:
+    """A port the kernel may hand to any outgoing connection (of another job, of this one's
+    NCCL or hub traffic) can be taken when the rendezvous binds: the job's ports lie below the
+    ephemeral range, on Linux's default range and on this machine's."""
+    low, high = RENDEZVOUS_PORTS
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    first_ephemeral = int(ephemeral.read_text().split()[0]) if ephemeral.is_file() else 32768
+    assert 1024 < low < high <= min(32768, first_ephemeral)
+    ports = {rendezvous_port(str(job)) for job in range(401000, 401000 + 5000)}
+    assert len(ports) == 5000  # consecutive jobs never share a port
+    assert all(low <= port < high for port in ports)
+
+
+def test_outside_slurm_several_nodes_are_refused_with_what_to_do() -> None:
+    with pytest.raises(StageError, match=r"SLURM_JOB_ID is not set.*profiles/slurm.*nodes: 1"):
+        slurm_hosts({})
+
+
+# ---------------------------------------------------------------- what the rules ask Slurm for
+def _sbatch(job) -> str:
+    """The sbatch line snakemake-executor-plugin-slurm builds for a job of the DAG."""
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    resources = SimpleNamespace(**job.resources)
+    resources.get = lambda key, default=None: job.resources.get(key, default)
+    fake = SimpleNamespace(resources=resources, threads=job.resources["_cores"])
+    params = {
+        "run_uuid": "run",
+        "slurm_logfile": "log",
+        "comment_str": f"rule_{job.rule}",
+        "account": "",
+        "partition": "",
+        "workdir": "",
+    }
+    return get_submit_command(fake, params) + set_gres_string(fake)
+
+
+def _jobs(experiment: str, root: Path = ROOT) -> dict[str, object]:
+    """One job per rule of the experiment's DAG (the first, for rules with several)."""
+    jobs = {}
+    for job in dag_jobs(config={"experiments": [experiment]}, root=root):
+        jobs.setdefault(job.rule, job)
+    return jobs
+
+
+def test_the_tiny_default_asks_for_no_gpu() -> None:
+    jobs = _jobs("tiny_shapes")
+    for rule in ("sft", "grpo", "infer"):
+        line = _sbatch(jobs[rule])
+        assert "gpu" not in line and "--nodes=1" in line, line
+        assert "--mem 4000" in line and "-t 60" in line, line
+
+
+def test_the_3b_recipe_asks_for_8_gpus_on_one_node() -> None:
+    cfg = load_experiment(RECIPE)
+    assert cfg.resources.grpo.gpus == 8
+    jobs = _jobs(RECIPE)
+    grpo = _sbatch(jobs["grpo"])
+    for flag in ("--gres=gpu:8", "--nodes=1", "--mem 480000", "-t 1440", "--cpus-per-task=64"):
+        assert flag in grpo, grpo
+    # SIGURG stop_margin_s before the limit: GRPO checkpoints and requeues (vlrl.cluster.preemption)
+    assert " --signal=URG@300" in grpo, grpo
+    assert "--ntasks-per-gpu" not in grpo and "--gpus" not in grpo
+    infer = _sbatch(jobs["infer"])
+    assert "--gres=gpu:1" in infer and "--cpus-per-task=8" in infer, infer
+    assert "--signal" not in infer
+    assert "gpu" not in _sbatch(jobs["data"])
+
+
+def test_two_nodes_ask_for_one_task_per_node_and_8_gpus_on_each(tmp_path: Path) -> None:
+    """2 x 8: --nodes=2 --ntasks=2 and --gres=gpu:8 (per node); the job runs the stage outside a
+    job step (the plugin's mpi mode), so the stage's srun can use both nodes."""
+    project = tmp_path / "project"
+    for name in ("Snakefile", "rules", "config", "params.yaml", "workflow_scripts"):
+        src = ROOT / name
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, project / name)
+        else:
+            (project / name).write_bytes(src.read_bytes())
+    recipe = project / "config" / "experiments" / f"{RECIPE}.yaml"
+    recipe.write_text(
+        recipe.read_text().replace("grpo: {gpus: 8, cpus: 64", "grpo: {gpus: 8, nodes: 2, cpus: 64")
+    )
+    job = _jobs(RECIPE, project)["grpo"]
+    assert job.resources["mpi"] == "srun"
+    line = _sbatch(job)
+    for flag in ("--nodes=2", "--ntasks=2", "--gres=gpu:8", "--cpus-per-task=64"):
+        assert flag in line, line
+    assert "--ntasks-per-gpu" not in line and "--gpus" not in line

@@ -1,0 +1,178 @@
+"""A Slurm job's time left, the stop time a resumable stage derives from it, the stop signals,
+and requeue (only with progress). The signals through a real Slurm job:
+tests/pipeline/test_slurm_preemption.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vlrl.cluster import preemption
+from vlrl.cluster.preemption import (
+    REQUEUES,
+    STOP_AT_ENV,
+    STOP_SIGNALS,
+    parse_time_left,
+    read_requeues,
+    record_start,
+    requeue_job,
+    requeue_refusal,
+    signal_option,
+    stop_on_signals,
+    stop_requested,
+    stop_time,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("0:30", 30.0), ("59:59", 3599.0), ("1:00:00", 3600.0), ("2-00:00:01", 172801.0)],
+)
+def test_time_left_as_squeue_prints_it(text: str, seconds: float) -> None:
+    assert parse_time_left(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["UNLIMITED", "NOT_SET", "INVALID", ""])
+def test_no_time_limit(text: str) -> None:
+    assert parse_time_left(text) is None
+
+
+def test_a_limit_within_the_stop_margin_is_warned(monkeypatch, caplog) -> None:
+    """A job shorter than the margin still progresses (one step a run), but says why."""
+    monkeypatch.delenv(STOP_AT_ENV, raising=False)
+    monkeypatch.setattr(preemption, "job_seconds_left", lambda: 120.0)
+    with caplog.at_level("WARNING", logger="vlrl.cluster.preemption"):
+        assert stop_time(300) < time.time()
+    assert "120 s left, within the stop margin of 300 s" in caplog.text
+    assert "resources.<stage>.runtime" in caplog.text
+    caplog.clear()
+    monkeypatch.setattr(preemption, "job_seconds_left", lambda: 3600.0)
+    assert 3200 < stop_time(300) - time.time() <= 3300
+    assert not caplog.text
+
+
+# ------------------------------------------------------------------ the stop signal
+def test_the_sbatch_signal_option() -> None:
+    """SIGURG, which snakemake, bash and torchrun ignore (USR1 would kill them), to every
+    process of the job's steps (no ``B:``, which signals only the batch shell)."""
+    assert signal_option(300) == "--signal=URG@300"
+    assert signal_option(0) == "--signal=URG@1"  # Slurm reads @0 as no warning at all
+    assert signal_option(10**6) == "--signal=URG@65535"  # Slurm's largest
+
+
+@pytest.mark.parametrize("sig", [signal.SIGURG, signal.SIGUSR1, signal.SIGTERM])
+def test_a_stop_signal_is_noted_not_fatal(sig: signal.Signals) -> None:
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    with stop_on_signals():
+        assert stop_requested() is None
+        os.kill(os.getpid(), sig)
+        time.sleep(0.01)  # the handler runs at the next bytecode of the main thread
+        assert stop_requested() == sig.name
+        os.kill(os.getpid(), signal.SIGURG)
+        assert stop_requested() == sig.name  # the first one is kept
+    assert {s: signal.getsignal(s) for s in STOP_SIGNALS} == before
+    with stop_on_signals():
+        assert stop_requested() is None  # each run starts afresh
+
+
+def test_a_second_sigterm_ends_the_stage_at_once() -> None:
+    with pytest.raises(SystemExit) as exit_, stop_on_signals(grace_s=60):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.01)
+        assert stop_requested() == "SIGTERM"
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.01)
+    assert exit_.value.code == 143
+    assert signal.alarm(0) == 0  # the grace alarm is cancelled
+
+
+def test_the_stage_ends_after_the_grace_without_a_checkpoint() -> None:
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as exit_, stop_on_signals(grace_s=1):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    assert exit_.value.code == 143 and 0.5 < time.monotonic() - started < 4
+
+
+def test_a_stop_signal_is_forwarded_to_the_ranks_process_group(tmp_path: Path) -> None:
+    """``kill <stage>`` reaches the ranks, which run in their own process group, as SIGURG."""
+    got = tmp_path / "got"
+    rank = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, sys, time\n"
+            "signal.signal(signal.SIGURG, lambda s, f: open(sys.argv[1], 'w').write('URG'))\n"
+            "open(sys.argv[1] + '.ready', 'w').close()\n"
+            "time.sleep(30)\n",
+            str(got),
+        ],
+        process_group=0,
+    )
+    try:
+        while not Path(f"{got}.ready").exists():
+            assert rank.poll() is None
+            time.sleep(0.02)
+        with stop_on_signals(forward=True):
+            os.kill(os.getpid(), signal.SIGUSR1)
+            deadline = time.monotonic() + 10
+            while not got.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        assert got.read_text() == "URG" and rank.poll() is None
+    finally:
+        rank.kill()
+        rank.wait()
+
+
+# ------------------------------------------------------------------ requeue only with progress
+def test_each_start_is_recorded(tmp_path: Path) -> None:
+    assert read_requeues(tmp_path) == {"starts": [], "requeues": 0}
+    record_start(tmp_path, 0)
+    record_start(tmp_path, 4)
+    assert read_requeues(tmp_path) == {"starts": [0, 4], "requeues": 0}
+    (tmp_path / REQUEUES).write_text("{not json")
+    assert read_requeues(tmp_path) == {"starts": [], "requeues": 0}
+
+
+@pytest.mark.parametrize(
+    ("starts", "requeues", "reached", "refusal"),
+    [
+        ([0], 0, 3, None),
+        ([0, 3], 1, 6, None),
+        ([0, 3], 9, 6, None),
+        (
+            [0, 3],
+            10,
+            6,
+            "requeued max_requeues = 10 times already (10 requeues so far, the "
+            "runs started at steps [0, 3]). Raise grpo.max_requeues and rerun to resume from "
+            "step 6",
+        ),
+        ([0, 3], 1, 3, "no checkpoint got past step 3, where this run started"),
+        ([0, 3], 1, None, "no checkpoint got past step 3"),
+        ([0, 3], 1, 2, "no checkpoint got past step 3"),
+    ],
+)
+def test_requeue_only_with_progress_and_at_most_max_requeues(
+    starts: list[int], requeues: int, reached: int | None, refusal: str | None
+) -> None:
+    found = requeue_refusal({"starts": starts, "requeues": requeues}, reached, 10)
+    if refusal is None:
+        assert found is None
+    else:
+        assert refusal in found
+        assert "resources.grpo.runtime" in found and "grpo.save_steps" in found
+
+
+def test_a_refused_requeue_is_not_counted(tmp_path: Path) -> None:
+    record_start(tmp_path, 0)
+    assert not requeue_job(tmp_path, env={})  # outside Slurm
+    # a job Slurm does not know (or no scontrol at all): refused
+    assert not requeue_job(tmp_path, env={"SLURM_JOB_ID": "2147483000"})
+    assert read_requeues(tmp_path) == {"starts": [0], "requeues": 0}

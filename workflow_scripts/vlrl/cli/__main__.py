@@ -1,0 +1,5 @@
+"""``python -m vlrl.cli``: the ``vlrl`` command."""
+
+from vlrl.cli import app
+
+app()
