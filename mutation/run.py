@@ -59,6 +59,7 @@ TESTS: dict[str, list[str]] = {
         "tests/test_config_errors.py",
         "tests/test_config_merging.py",
         "tests/test_config_keys.py",
+        "tests/test_config_reads.py",
     ],
     "stage_deps": ["tests/workflow/test_stage_deps.py", "tests/workflow/test_stage_deps_edges.py"],
 }
