@@ -61,6 +61,9 @@ def room_imports() -> dict[str, dict[str, list[str]]]:
     return arrows
 
 
+ARROWS = room_imports()
+
+
 def may_import(room: str) -> set[str] | None:
     """The rooms ``room``'s docstring allows it to import; None when it says nothing.
 
@@ -88,7 +91,7 @@ def test_every_room_says_what_it_owns_and_may_import() -> None:
 @pytest.mark.parametrize("room", ROOMS)
 def test_room_imports_only_what_its_docstring_allows(room: str) -> None:
     allowed = may_import(room) or set()
-    beyond = {t: why for t, why in room_imports()[room].items() if t not in allowed}
+    beyond = {t: why for t, why in ARROWS[room].items() if t not in allowed}
     assert not beyond, f"{room} imports rooms its docstring does not allow: {beyond}"
 
 
@@ -115,7 +118,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_no_import_cycle_between_rooms() -> None:
-    arrows = room_imports()
+    arrows = ARROWS
     cycle = _cycle({room: set(targets) for room, targets in arrows.items()})
     if cycle:
         why = [arrows[a][b][0] for a, b in itertools.pairwise(cycle)]
