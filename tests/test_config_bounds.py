@@ -196,7 +196,7 @@ BOUNDS: list[tuple[str, str, str, int | float]] = [
     ("GRPOConfig", "vllm_gpu_memory_utilization", "gt", 0.0),
     ("GRPOConfig", "vllm_gpu_memory_utilization", "le", 1.0),
     ("GRPOConfig", "vllm_tensor_parallel_size", "ge", 1),
-    ("GRPOConfig", "vllm_server_gpus", "ge", 1),
+    ("GRPOConfig", "vllm_server_gpus", "ge", 0),
 ]
 
 # ---------------------------------------------------------------------------------------------

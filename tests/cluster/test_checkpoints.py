@@ -101,10 +101,17 @@ def test_what_makes_a_checkpoint_incomplete(
 
 def test_deepspeed_needs_its_latest_tag_and_the_directory_it_names(tmp_path: Path) -> None:
     """DeepSpeed's save_checkpoint writes ``global_step<N>/`` and then ``latest``."""
+    zero2 = {
+        "mp_rank_00_model_states.pt": "x",
+        "zero_pp_rank_0_mp_rank_00_optim_states.pt": "x",
+        "zero_pp_rank_1_mp_rank_00_optim_states.pt": "x",
+    }
     whole = _checkpoint(
-        tmp_path, 5, **{DEEPSPEED_TAG: "global_step5\n", "global_step5/mp_rank_00.pt": "x"}
+        tmp_path,
+        5,
+        **{DEEPSPEED_TAG: "global_step5\n", **{f"global_step5/{k}": v for k, v in zero2.items()}},
     )
-    no_tag = _checkpoint(tmp_path, 6, **{"global_step6/mp_rank_00.pt": "x"})
+    no_tag = _checkpoint(tmp_path, 6, **{f"global_step6/{k}": v for k, v in zero2.items()})
     dangling = _checkpoint(tmp_path, 7, **{DEEPSPEED_TAG: "global_step7"})
     assert incomplete_reason(whole, deepspeed=True) is None
     assert "no DeepSpeed latest file" in incomplete_reason(no_tag, deepspeed=True)
@@ -112,3 +119,47 @@ def test_deepspeed_needs_its_latest_tag_and_the_directory_it_names(tmp_path: Pat
     assert incomplete_reason(no_tag) is None  # without DeepSpeed the tag is not looked for
     assert newest_complete(tmp_path, deepspeed=True) == whole
     assert [p.name for p in checkpoint_dirs(tmp_path)] == ["checkpoint-5"]
+
+
+@pytest.mark.parametrize(
+    ("names", "ranks", "reason"),
+    [
+        # ZeRO-3: each rank's model and optimizer partitions
+        (
+            [
+                "zero_pp_rank_{r}_mp_rank_00_model_states.pt",
+                "bf16_zero_pp_rank_{r}_mp_rank_00_optim_states.pt",
+            ],
+            2,
+            None,
+        ),
+        (
+            [
+                "zero_pp_rank_{r}_mp_rank_00_model_states.pt",
+                "zero_pp_rank_{r}_mp_rank_00_optim_states.pt",
+            ],
+            4,
+            "optimizer states of rank 2",
+        ),
+        # ZeRO-2: one model file (rank 0's), each rank's optimizer partition
+        (
+            ["zero_pp_rank_{r}_mp_rank_00_optim_states.pt"],
+            2,
+            "the model states (mp_rank_00_model_states.pt)",
+        ),
+        (["mp_rank_00_model_states.pt"], 2, "every rank's optimizer states"),
+    ],
+)
+def test_deepspeed_needs_every_ranks_files(
+    tmp_path: Path, names: list[str], ranks: int, reason: str | None
+) -> None:
+    """rank 0 writes ``latest`` without waiting for the other ranks' files: each must be there."""
+    files = {f"global_step3/{n.format(r=r)}": "x" for n in names for r in (0, 1)}
+    path = _checkpoint(tmp_path, 3, **{DEEPSPEED_TAG: "global_step3", **files})
+    found = incomplete_reason(path, deepspeed=True, ranks=ranks)
+    assert found is None if reason is None else reason in found
+    if reason is None:  # one rank's file gone: skipped (and removed)
+        next((path / "global_step3").glob("*rank_1*optim*")).unlink()
+        assert "optimizer states of rank 1" in incomplete_reason(path, True, ranks)
+        assert newest_complete(tmp_path, deepspeed=True, ranks=ranks) is None
+        assert not path.exists()

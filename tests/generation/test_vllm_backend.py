@@ -114,6 +114,23 @@ def test_generation_passes_images_in_order_and_the_decoding_settings(vllm):
     assert params.kwargs == {"temperature": 0.7, "top_p": 0.9, "max_tokens": 64, "seed": 5}
 
 
+@pytest.mark.parametrize(("cuda", "dtype"), [(False, "float32"), (True, "bfloat16")])
+def test_vllm_loads_the_model_in_the_hf_backends_dtype(vllm, monkeypatch, cuda, dtype):
+    """vLLM's "auto" would run a float32 checkpoint in bf16 on the CPU; the hf backend runs it
+    in float32 there (bf16 on GPUs), and so does this one: the two load the same model."""
+    monkeypatch.setattr("vlrl.generation.vllm.cuda_available", lambda: cuda)
+    make_generator(cfg(), "models/m", seed=0)
+    assert vllm.llms[0].kwargs["dtype"] == dtype
+
+
+def test_vllm_args_win_over_vlrls_engine_arguments(vllm):
+    settings = cfg().model_copy(update={"vllm_args": {"enforce_eager": True, "dtype": "half"}})
+    make_generator(settings, "models/m", seed=0, max_images=1)
+    kwargs = vllm.llms[0].kwargs
+    assert kwargs["enforce_eager"] is True and kwargs["dtype"] == "half"
+    assert kwargs["limit_mm_per_prompt"] == {"image": 1}
+
+
 def test_a_missing_vllm_is_a_stage_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm raises ImportError
     with pytest.raises(StageError, match="make setup-gpu"):

@@ -89,6 +89,19 @@ def test_cache_key_covers_everything_that_decides_a_verdict():
     assert key(ptype="ocr") == key(ptype="free_form")  # one prompt for both
 
 
+def test_extra_body_goes_into_the_request_and_the_key_only_when_set():
+    """``extra_body`` (e.g. vLLM's structured outputs) is sent as the openai client's
+    ``extra_body``; unset, the request and its cache key are what they were without it."""
+    request = judge_request("1", "q", "r", "ocr", [], "c")
+    plain = Judge(JudgeConfig(base_url="http://h/v1", model="m")).body(request)
+    assert "extra_body" not in plain
+    choice = {"structured_outputs": {"choice": ["0", "1"]}}
+    held = Judge(JudgeConfig(base_url="http://h/v1", model="m", extra_body=choice)).body(request)
+    assert held["extra_body"] == choice and {**held, "extra_body": None} != plain
+    keys = {EndpointCache.key("http://h/v1", "m", request.prompt.version, b) for b in (plain, held)}
+    assert len(keys) == 2
+
+
 def test_each_answer_type_is_asked_with_its_prompt_and_a_graded_prompt_sets_its_budget():
     cfg = JudgeConfig(base_url="http://h/v1", model="m")
     judge = Judge(cfg)

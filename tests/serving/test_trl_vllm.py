@@ -118,3 +118,20 @@ def test_the_gpus_given_must_match_the_configured_count(fake_trl, tmp_path):
     with wrong, trl_vllm_server(tmp_path, _grpo(vllm_server_gpus=2), tmp_path, ["3"]):
         pytest.fail("the block must not run")
     assert not (tmp_path / "record.json").exists()
+
+
+def test_with_no_gpus_of_its_own_the_server_runs_on_the_cpu_with_one_engine(
+    fake_trl, tmp_path, monkeypatch
+):
+    """``vllm_server_gpus: 0`` on a stage without GPUs: vLLM's CPU build, one engine (tensor
+    parallel 1), no CUDA_VISIBLE_DEVICES of its own; on a machine with GPUs it is refused."""
+    monkeypatch.setattr("vlrl.serving.trl_vllm.gpu_visible", lambda: False)
+    grpo = _grpo(vllm_server_gpus=0)
+    with trl_vllm_server(tmp_path / "start", grpo, tmp_path, [], executable=fake_trl):
+        record = json.loads((tmp_path / "record.json").read_text())
+    flags = dict(zip(record["argv"][1::2], record["argv"][2::2], strict=False))
+    assert flags["--tensor-parallel-size"] == "1"
+    monkeypatch.setattr("vlrl.serving.trl_vllm.gpu_visible", lambda: True)
+    refused = pytest.raises(ConfigError, match="vllm_server_gpus is 0, which runs the server on")
+    with refused, trl_vllm_server(tmp_path / "start", grpo, tmp_path, [], executable=fake_trl):
+        pytest.fail("the block must not run")

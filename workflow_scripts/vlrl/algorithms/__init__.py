@@ -20,7 +20,17 @@ ADDED_REWARDS = {"trust_grpo": THINKING_REWARD}
 
 
 def build_trainer(cfg: GRPOConfig, **trainer_kwargs: Any):
-    """The trainer of ``cfg.algorithm``, built with GRPOTrainer's keyword arguments."""
+    """The trainer of ``cfg.algorithm``, built with GRPOTrainer's keyword arguments (with vLLM
+    rollouts on vLLM's CPU build, :func:`vlrl.algorithms.vllm_cpu.fit_weight_sync`)."""
+    trainer = _trainer(cfg, **trainer_kwargs)
+    if cfg.use_vllm:
+        from vlrl.algorithms.vllm_cpu import fit_weight_sync
+
+        fit_weight_sync(trainer)
+    return trainer
+
+
+def _trainer(cfg: GRPOConfig, **trainer_kwargs: Any):
     if cfg.algorithm == "trust_grpo":
         from vlrl.algorithms.trust import rule_from_settings
         from vlrl.algorithms.trust_grpo import TrustGRPOTrainer

@@ -73,8 +73,9 @@ def served(
     served_keys = [k for k in configured_settings(grpo.rewards) if getattr(grpo, k).serve]
     trust_rm = _reward_models(grpo)["grpo.trust.reward_model"]
     trust_rm = trust_rm if trust_rm is not None and trust_rm.serve is not None else None
-    trl_gpus = trl_vllm.server_gpus(grpo)
-    if not (served_keys or trust_rm or trl_gpus):
+    # vllm_server_gpus may be 0: the server then runs on the CPU (vLLM's CPU build)
+    trl_server = grpo.use_vllm and grpo.vllm_mode == "server"
+    if not (served_keys or trust_rm or trl_server):
         yield cfg
         return
     if cfg.resources.grpo.nodes > 1:
@@ -99,7 +100,7 @@ def served(
             update["trust"] = grpo.trust.model_copy(
                 update={"reward_model": stack.enter_context(rm)}
             )
-        if trl_gpus:
+        if trl_server:
             gpus = devices.get(trl_vllm.NAME, ())
             stack.enter_context(trl_vllm.trl_vllm_server(start, grpo, log_dir, gpus))
         yield _WithGRPO(cfg, grpo.model_copy(update=update))  # type: ignore[misc]

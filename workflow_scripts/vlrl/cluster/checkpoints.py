@@ -11,7 +11,13 @@ writes a checkpoint in this order: the model (``save_model``), then the optimize
 before its ``latest`` tag file), the scaler and the RNG states, and last the trainer state,
 ``trainer_state.json`` (``state.save_to_json``); only then are older checkpoints rotated away. A
 checkpoint is therefore complete when ``trainer_state.json`` is there and parses, says step N,
-and, under DeepSpeed, ``latest`` names a directory that is there. transformers' own SIGTERM
+and, under DeepSpeed, ``latest`` names a directory that holds every rank's files. That last part
+is needed because DeepSpeed (v0.19.8, ``DeepSpeedEngine.save_checkpoint``) has rank 0 write
+``latest`` with no barrier after the other ranks' files: rank 1 may still be writing its
+optimizer partition when rank 0 goes on to ``trainer_state.json``. A ZeRO tag directory holds
+``zero_pp_rank_<r>_mp_rank_00_optim_states.pt`` for every rank r (``bf16_`` first under bf16),
+and the module's states: one ``mp_rank_00_model_states.pt`` under ZeRO-1/2, one
+``zero_pp_rank_<r>_mp_rank_00_model_states.pt`` per rank under ZeRO-3. transformers' own SIGTERM
 checkpointing (``trainer_jit_checkpoint.py``) marks a save in progress with
 ``checkpoint-is-incomplete.txt``; a directory holding it is incomplete too.
 
@@ -38,6 +44,8 @@ DEEPSPEED_TAG = "latest"
 """The file in which DeepSpeed's ``save_checkpoint`` names its newest tag directory."""
 
 _NAME = re.compile(rf"^{PREFIX}-(\d+)$")
+_RANK_FILE = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_(optim|model)_states\.pt$")
+_MODEL_FILE = re.compile(r"^mp_rank_\d+_model_states\.pt$")
 
 
 def checkpoint_step(path: Path) -> int | None:
@@ -50,9 +58,44 @@ def checkpoint_step(path: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def incomplete_reason(path: Path, deepspeed: bool = False) -> str | None:
+def missing_rank_files(tag_dir: Path, ranks: int | None = None) -> str | None:
+    """What a DeepSpeed ZeRO tag directory (``global_step<N>``) lacks of the files of ranks
+    ``0 .. ranks - 1`` (None: of every rank up to the highest one it has a file of), or None.
+
+    >>> import tempfile
+    >>> tag = Path(tempfile.mkdtemp())
+    >>> for r in (0, 1):
+    ...     _ = (tag / f"zero_pp_rank_{r}_mp_rank_00_model_states.pt").write_bytes(b"")
+    >>> _ = (tag / "bf16_zero_pp_rank_0_mp_rank_00_optim_states.pt").write_bytes(b"")
+    >>> missing_rank_files(tag)
+    'the optimizer states of rank 1'
+    >>> _ = (tag / "bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt").write_bytes(b"")
+    >>> missing_rank_files(tag), missing_rank_files(tag, ranks=3)
+    (None, 'the optimizer states of rank 2, the model states of rank 2')
+    """
+    optim: set[int] = set()
+    model: set[int] = set()
+    whole_model = False
+    for file in tag_dir.iterdir():
+        match = _RANK_FILE.match(file.name)
+        if match:
+            (optim if match.group(3) == "optim" else model).add(int(match.group(1)))
+        whole_model = whole_model or bool(_MODEL_FILE.match(file.name))
+    if not optim:
+        return "every rank's optimizer states"
+    every = range(ranks if ranks is not None else max(optim | model) + 1)
+    lacks = [f"the optimizer states of rank {r}" for r in every if r not in optim]
+    if model:  # ZeRO-3: each rank's own
+        lacks += [f"the model states of rank {r}" for r in every if r not in model]
+    elif not whole_model:
+        lacks.append("the model states (mp_rank_00_model_states.pt)")
+    return ", ".join(lacks) or None
+
+
+def incomplete_reason(path: Path, deepspeed: bool = False, ranks: int | None = None) -> str | None:
     """Why checkpoint directory ``path`` cannot be resumed (its save did not finish), or None
-    when it is complete."""
+    when it is complete. ``ranks``: under DeepSpeed, the world size whose files it must hold
+    (the run's; ZeRO's partitions are per rank), else those up to its highest rank's."""
     if (path / IN_PROGRESS).exists():
         return f"it holds {IN_PROGRESS}"
     state_file = path / TRAINER_STATE
@@ -72,6 +115,9 @@ def incomplete_reason(path: Path, deepspeed: bool = False) -> str | None:
         tag = tag_file.read_text().strip()
         if not tag or not (path / tag).is_dir():
             return f"its DeepSpeed {DEEPSPEED_TAG} names {tag!r}, which is not there"
+        missing = missing_rank_files(path / tag, ranks)
+        if missing:
+            return f"its DeepSpeed {tag} lacks {missing}"
     return None
 
 
@@ -83,8 +129,11 @@ def checkpoint_dirs(folder: Path) -> list[Path]:
     return sorted(found, key=lambda p: checkpoint_step(p) or 0)
 
 
-def newest_complete(folder: Path, deepspeed: bool = False, remove: bool = True) -> Path | None:
-    """The complete checkpoint of ``folder`` with the highest step, or None.
+def newest_complete(
+    folder: Path, deepspeed: bool = False, remove: bool = True, ranks: int | None = None
+) -> Path | None:
+    """The complete checkpoint of ``folder`` with the highest step, or None (``deepspeed``,
+    ``ranks``: see :func:`incomplete_reason`).
 
     Every incomplete one is logged and, with ``remove``, deleted: resuming from an older step,
     the Trainer would save into a stale directory of the same name, and its rotation
@@ -92,7 +141,7 @@ def newest_complete(folder: Path, deepspeed: bool = False, remove: bool = True) 
     """
     newest = None
     for path in checkpoint_dirs(folder):
-        reason = incomplete_reason(path, deepspeed)
+        reason = incomplete_reason(path, deepspeed, ranks)
         if reason is None:
             newest = path
             continue

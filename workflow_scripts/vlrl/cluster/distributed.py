@@ -19,6 +19,7 @@ The commands are built by pure functions (tested for 1 GPU, 8 GPUs and 2 nodes x
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import subprocess
@@ -228,6 +229,53 @@ def torchrun_command(
         f"--rdzv-id={rdzv.run_id}",
         *target,
     ]
+
+
+DEEPSPEED_ACCELERATOR = "DS_ACCELERATOR"
+"""The variable DeepSpeed picks its accelerator by (``deepspeed.accelerator.get_accelerator``)."""
+EXTENSIONS_DIR = "TORCH_EXTENSIONS_DIR"
+"""Where torch builds the ops DeepSpeed compiles at run time (``torch.utils.cpp_extension``)."""
+
+
+def deepspeed_env(
+    cuda: bool, prefix: str = sys.prefix, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The variables the processes of a DeepSpeed run need on this machine, whose ranks run in
+    the Python environment ``prefix``: on one without a CUDA device (``cuda`` false),
+    DeepSpeed's CPU accelerator, whose communication backend is gloo (``ccl`` would need
+    oneCCL); with one, none (DeepSpeed finds CUDA and uses nccl).
+
+    Set here, by the launch, and not in the configs or the environments: the ZeRO configs, the
+    stage code and the library are the GPU run's, and only this choice depends on the machine,
+    so a CPU run executes the code a GPU run does. Explicit rather than left to DeepSpeed's
+    guess, which falls back on the CPU only after probing every other accelerator.
+
+    The CPU accelerator compiles its shared-memory communication op when its first process
+    group starts (about 90 s on 2 cores), into torch's extension cache, whose default folder is
+    named by the Python and CUDA versions only, so the sft environment and the GPU set (torch
+    2.14.1 and 2.13.0 here) would share it. They must not: torch 2.14 guards a build with an
+    advisory lock on a ``lock`` file it leaves in place, and torch 2.13 waits for as long as
+    that file exists (``FileBaton.wait``), so after an SFT run under DeepSpeed every GRPO rank
+    hung before its first step (seen: 14 min, no output, until killed); each would also rebuild
+    the op over the other's build. So each environment gets its own folder. Values the caller
+    set win.
+
+    >>> env = deepspeed_env(cuda=False, prefix="/p/.venv-sft", env={"HOME": "/h"})
+    >>> env["DS_ACCELERATOR"], env["TORCH_EXTENSIONS_DIR"][:37]
+    ('cpu', '/h/.cache/torch_extensions/.venv-sft-')
+    >>> deepspeed_env(cuda=True, env={}), deepspeed_env(False, env={"DS_ACCELERATOR": "xpu"})
+    ({}, {})
+    """
+    env = os.environ if env is None else env
+    if cuda or DEEPSPEED_ACCELERATOR in env:
+        return {}
+    out = {DEEPSPEED_ACCELERATOR: "cpu"}
+    if EXTENSIONS_DIR not in env:
+        cache = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME", "~"), ".cache")
+        digest = hashlib.sha256(os.path.abspath(prefix).encode()).hexdigest()[:12]
+        name = f"{os.path.basename(os.path.normpath(prefix))}-{digest}"
+        out[EXTENSIONS_DIR] = os.path.join(os.path.expanduser(cache), "torch_extensions", name)
+    return out
 
 
 def llamafactory_command(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt, model_validator
 
@@ -56,6 +56,12 @@ class InferConfig(Section):
     openai: OpenAIGenerationConfig | None = Field(
         None, description="The server of the openai backend (base_url, model, retries, cache)."
     )
+    vllm_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="vllm backend: engine arguments of vllm.LLM that win over vlrl's (e.g. "
+        "enforce_eager: true skips torch.compile and CUDA graphs, minutes on a CPU; "
+        "max_model_len, gpu_memory_utilization).",
+    )
 
     @model_validator(mode="after")
     def _openai_needs_endpoint(self) -> InferConfig:
@@ -88,6 +94,12 @@ class JudgeConfig(EndpointConfig):
     )
     temperature: NonNegativeFloat = 0.0
     max_tokens: PositiveInt = 16
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Request fields beyond OpenAI's that the server understands, sent as they "
+        "are (part of the cache key), e.g. vLLM's structured outputs, {structured_outputs: "
+        "{choice: ['0', '1']}}, which hold a judge to a verdict.",
+    )
     concurrency: PositiveInt = Field(4, description="Judge calls in flight at once.")
     backoff_s: NonNegativeFloat = Field(
         1.0, description="Wait before the first retry; doubles per retry, at most 30 s."

@@ -39,7 +39,9 @@ class SFTConfig(Section):
     weight_decay: NonNegativeFloat = 0.0
     max_grad_norm: NonNegativeFloat = Field(1.0, description="Gradient clipping (0: none).")
     deepspeed: Literal["zero2", "zero3"] | None = Field(
-        None, description="A DeepSpeed config of config/deepspeed/ (needs deepspeed and a GPU)."
+        None,
+        description="A DeepSpeed config of config/deepspeed/ (needs deepspeed; without a CUDA "
+        "device it runs on DeepSpeed's CPU accelerator with gloo).",
     )
     cutoff_len: PositiveInt = 1024
     missing_reasoning: Literal["stop", "drop"] = Field(
@@ -244,13 +246,15 @@ class GRPOConfig(Section):
     vllm_tensor_parallel_size: int = Field(1, ge=1)
     vllm_server_gpus: int = Field(
         1,
-        ge=1,
+        ge=0,
         description="vllm_mode server: GPUs of the node the TRL vLLM server (trl vllm-serve) "
         "takes (the last visible ones; the training ranks keep the rest); its tensor-parallel "
-        "size.",
+        "size. 0: on a stage without GPUs only, the server runs on the CPU (vLLM's CPU build).",
     )
     deepspeed: Literal["zero2", "zero3"] | None = Field(
-        None, description="A DeepSpeed config of config/deepspeed/ (needs deepspeed and a GPU)."
+        None,
+        description="A DeepSpeed config of config/deepspeed/ (needs deepspeed; without a CUDA "
+        "device it runs on DeepSpeed's CPU accelerator with gloo).",
     )
     extra: dict[str, Any] = Field(
         default_factory=dict,

@@ -14,6 +14,13 @@ DEFAULT_MAX_IMAGES = 4
 """Images per prompt vLLM admits when the caller does not say how many the data has."""
 
 
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA device."""
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 class VLLMGenerator:
     """Batched chat generation with vLLM; images are passed as PIL parts.
 
@@ -41,12 +48,18 @@ class VLLMGenerator:
                 "GPU set has it: `make setup-gpu` creates .venv-gpu)"
             ) from exc
         images = DEFAULT_MAX_IMAGES if max_images is None else max_images
-        self.llm = LLM(
-            model=model_dir,
-            seed=seed,
-            tensor_parallel_size=max(1, gpus),
-            limit_mm_per_prompt={"image": images},
-        )
+        engine = {
+            "model": model_dir,
+            "seed": seed,
+            "tensor_parallel_size": max(1, gpus),
+            "limit_mm_per_prompt": {"image": images},
+            # The hf backend's rule (generation/hf.py): bf16 on a GPU, fp32 on the CPU. vLLM's
+            # "auto" would run a float32 checkpoint in bf16 on the CPU, so the two backends
+            # would not load the same model.
+            "dtype": "bfloat16" if cuda_available() else "float32",
+            **cfg.vllm_args,
+        }
+        self.llm = LLM(**engine)
         self.params = SamplingParams(
             temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_new_tokens, seed=seed
         )

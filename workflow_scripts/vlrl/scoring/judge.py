@@ -138,8 +138,12 @@ class Judge:
 
     @property
     def params(self) -> dict[str, Any]:
-        """Decoding parameters (part of the request, so of the cache key)."""
-        return {"temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens}
+        """Decoding parameters and ``extra_body`` when set (part of the request, so of the
+        cache key)."""
+        params = {"temperature": self.cfg.temperature, "max_tokens": self.cfg.max_tokens}
+        if self.cfg.extra_body:
+            params["extra_body"] = dict(self.cfg.extra_body)
+        return params
 
     def metadata(self) -> dict[str, Any]:
         """What the scores file records about the judge (never the key)."""

@@ -36,7 +36,7 @@ from typing import Any
 
 from vlrl.core.errors import ConfigError
 from vlrl.serving import served_models
-from vlrl.serving.commands import HOST
+from vlrl.serving.commands import HOST, gpu_visible
 from vlrl.serving.servers import free_port, running, server_env
 
 log = logging.getLogger(__name__)
@@ -153,6 +153,11 @@ def trl_vllm_server(
         StageError: it cannot start, exits first or is not ready in time (with its log's tail).
     """
     wanted = grpo_cfg.vllm_server_gpus
+    if wanted == 0 and gpu_visible():
+        raise ConfigError(
+            "grpo.vllm_server_gpus is 0, which runs the server on the CPU (vLLM's CPU build), "
+            "but this stage has GPUs: give the server GPUs of its own"
+        )
     if len(devices) != wanted:
         raise ConfigError(
             f"grpo.vllm_server_gpus is {wanted}, but the server was given {len(devices)} GPUs "
@@ -163,14 +168,14 @@ def trl_vllm_server(
     while group_port == port:  # two sockets in a row may get the same free port
         group_port = free_port()
     config = served_models.model_config(str(model_dir))
-    cmd = trl_serve_command(model_dir, port, wanted, config, executable)
+    cmd = trl_serve_command(model_dir, port, max(1, wanted), config, executable)
     server = TRLServer(HOST, port, group_port)
     log_path = Path(log_dir) / f"{NAME}.log"
     log.info(
         "%s: starting trl vllm-serve at %s on GPUs %s (log %s): %s",
         NAME,
         server.base_url,
-        ",".join(devices),
+        ",".join(devices) or "none (the CPU)",
         log_path,
         shlex.join(cmd),
     )

@@ -33,6 +33,7 @@ from vlrl.algorithms.history import split_log_history, write_curves
 from vlrl.algorithms.trl_setup import (
     build_dataset,
     check_backends,
+    join_deepspeed,
     load_policy,
     peft_config,
     reward_functions,
@@ -41,7 +42,13 @@ from vlrl.algorithms.trl_setup import (
 )
 from vlrl.cluster import checkpoints as ckpt
 from vlrl.cluster import preemption
-from vlrl.cluster.distributed import Topology, rendezvous_for, topology, torchrun_command
+from vlrl.cluster.distributed import (
+    Topology,
+    deepspeed_env,
+    rendezvous_for,
+    topology,
+    torchrun_command,
+)
 from vlrl.cluster.launch import run_group
 from vlrl.cluster.preemption import STOP_AT_ENV, TERM_GRACE_S, stop_on_signals, stop_time
 from vlrl.cluster.threads import cpu_kernel_report
@@ -59,10 +66,15 @@ FINGERPRINT = "vlrl_fingerprint.txt"
 
 
 def resume_point(
-    checkpoints: Path, fingerprint: str, enabled: bool, deepspeed: bool = False
+    checkpoints: Path,
+    fingerprint: str,
+    enabled: bool,
+    deepspeed: bool = False,
+    ranks: int | None = None,
 ) -> str | None:
     """The newest complete checkpoint of an interrupted run with the same fingerprint, or None
-    (:func:`vlrl.cluster.checkpoints.newest_complete`: one whose save was cut short is removed).
+    (:func:`vlrl.cluster.checkpoints.newest_complete`: one whose save was cut short is removed;
+    under DeepSpeed, one lacking a file of any of the ``ranks``).
 
     A checkpoint directory left by a different configuration is cleared rather than resumed.
     """
@@ -74,7 +86,7 @@ def resume_point(
         shutil.rmtree(checkpoints)
     checkpoints.mkdir(parents=True, exist_ok=True)
     stamp.write_text(fingerprint)
-    last = ckpt.newest_complete(checkpoints, deepspeed=deepspeed)
+    last = ckpt.newest_complete(checkpoints, deepspeed=deepspeed, ranks=ranks)
     if last is None:
         return None
     log.info("grpo: resuming from %s", last)
@@ -129,14 +141,20 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     if cfg.resources.grpo.gpus:  # before torch starts CUDA: the ranks' GPUs, not the servers'
         os.environ["CUDA_VISIBLE_DEVICES"] = split.training_env
     check_backends(cfg.grpo)
+    if cfg.grpo.deepspeed:
+        import torch
+
+        # DeepSpeed's CPU accelerator where no CUDA device is; the ranks inherit it
+        os.environ.update(deepspeed_env(torch.cuda.is_available()))
+    topo = topology(cfg.resources.grpo, cfg.grpo.processes, split.reserved)
     checkpoints = paths.grpo_checkpoints_dir(exp)
+    deepspeed = cfg.grpo.deepspeed is not None
     resume_from = resume_point(
-        checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume, cfg.grpo.deepspeed is not None
+        checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume, deepspeed, topo.world_size
     )
     preemption.record_start(
         checkpoints, ckpt.checkpoint_step(Path(resume_from)) if resume_from else 0
     )
-    topo = topology(cfg.resources.grpo, cfg.grpo.processes, split.reserved)
     stop_at = stop_time(cfg.grpo.stop_margin_s)
     if stop_at is not None:
         os.environ[STOP_AT_ENV] = repr(stop_at)  # the ranks read it too
@@ -150,7 +168,7 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
             else:
                 times = train_in_ranks(exp, run_cfg, topo, out, resume_from)
         if "stopped_at" in times:
-            _stopped(times, cfg.grpo, checkpoints)
+            _stopped(times, cfg.grpo, checkpoints, topo.world_size)
     shutil.rmtree(checkpoints, ignore_errors=True)
     steps = times["step_time"]
     log.info(
@@ -163,7 +181,7 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     return times
 
 
-def _stopped(times: dict[str, Any], cfg: GRPOConfig, checkpoints: Path) -> None:
+def _stopped(times: dict[str, Any], cfg: GRPOConfig, checkpoints: Path, ranks: int) -> None:
     """After a run that stopped before its time limit or on a stop signal: requeue the Slurm
     job (it restarts this rule, which resumes) where that makes progress
     (:func:`vlrl.cluster.preemption.requeue_refusal`; never with ``grpo.resume`` off, where the
@@ -178,7 +196,9 @@ def _stopped(times: dict[str, Any], cfg: GRPOConfig, checkpoints: Path) -> None:
             "the whole run needs (resources.grpo.runtime)"
         )
     record = preemption.read_requeues(checkpoints)
-    newest = ckpt.newest_complete(checkpoints, deepspeed=cfg.deepspeed is not None, remove=False)
+    newest = ckpt.newest_complete(
+        checkpoints, deepspeed=cfg.deepspeed is not None, remove=False, ranks=ranks
+    )
     reached = ckpt.checkpoint_step(newest) if newest else None
     refusal = preemption.requeue_refusal(record, reached, cfg.max_requeues)
     if refusal:
@@ -235,11 +255,14 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
     stop_at = os.environ.get(STOP_AT_ENV)
     stopper = StopBeforeLimit(float(stop_at) if stop_at else None)
     callbacks = [stopper]
+    args = trl_config(cfg.grpo, paths.grpo_checkpoints_dir(exp), cfg.seed)
+    if cfg.grpo.deepspeed:
+        join_deepspeed(args)
     trainer = build_trainer(
         cfg.grpo,
         model=model,
         reward_funcs=rewards,
-        args=trl_config(cfg.grpo, paths.grpo_checkpoints_dir(exp), cfg.seed),
+        args=args,
         train_dataset=dataset,
         processing_class=processor,
         peft_config=peft_config(cfg.grpo),

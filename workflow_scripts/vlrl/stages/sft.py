@@ -40,7 +40,12 @@ from typing import Any
 import yaml
 
 from vlrl import sharing
-from vlrl.cluster.distributed import llamafactory_command, rendezvous_for, topology
+from vlrl.cluster.distributed import (
+    deepspeed_env,
+    llamafactory_command,
+    rendezvous_for,
+    topology,
+)
 from vlrl.cluster.launch import run_group
 from vlrl.cluster.threads import KERNEL_VARIABLES, MACHINE_KERNEL_VARIABLES
 from vlrl.config import ExperimentConfig, SFTConfig
@@ -261,6 +266,8 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
             "PYTHONUNBUFFERED": "1",
         }
         env.update(launch_env)
+        if cfg.sft.deepspeed:  # DeepSpeed's CPU accelerator where no CUDA device is
+            env.update(deepspeed_env(has_accelerator(), str(Path(cli).parent.parent), env))
         kernels = {k: env[k] for k in (*KERNEL_VARIABLES, *MACHINE_KERNEL_VARIABLES) if k in env}
         log.info("sft: CPU kernel settings passed to LLaMA-Factory: %s", kernels or "none")
         # Its own process group: torchrun's workers are stopped with it if the stage is killed.

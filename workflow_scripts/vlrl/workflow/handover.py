@@ -93,7 +93,9 @@ def after_snakemake(jobs: Iterable[Any], root: Path | None = None) -> list[str]:
         # What `dvc repro` would stop and ask for: the run's DAG is the truth. Said aloud, as
         # dvc.yaml is committed with dvc.lock.
         log.warning("handover: dvc.yaml does not describe %s: running `vlrl dvc-yaml`", stale)
-        _run([paths.LAUNCHER, "dvc-yaml"], root, "vlrl dvc-yaml")
+        # With the interpreter running Snakemake, which has it: the rules' launcher may run
+        # another environment (VLRL_VENV=.venv-gpu, the stages' packages only).
+        _run([sys.executable, "-m", "vlrl.cli", "dvc-yaml"], root, "vlrl dvc-yaml")
     return to_dvc(list(ran), root)
 
 
