@@ -14,7 +14,7 @@ export PYTHONHASHSEED := 0
 # again.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup setup-gpu setup-gpu-cpu engines check-locks run run-snakemake resume test reproduce smoke mutate test-fast lint format lock lock-gpu dvc-yaml clean
+.PHONY: setup setup-gpu setup-gpu-cpu engines cluster check-locks run run-snakemake resume test reproduce smoke mutate test-fast lint format lock lock-gpu dvc-yaml clean
 
 setup: $(STAMPS)/main $(STAMPS)/sft
 
@@ -86,7 +86,7 @@ test: setup
 	ruff check .
 	ruff format --check .
 	snakemake --lint
-	pytest -m "not reproduction and not smoke and not engines" -n 2 --dist loadfile --timeout 3600 --durations 15
+	pytest -m "not reproduction and not smoke and not engines and not cluster" -n 2 --dist loadfile --timeout 3600 --durations 15
 
 ## reproduce: the whole default from scratch in a fresh git + DVC copy: the committed dvc.lock
 ## and metrics byte for byte, SFT above base and SFT+GRPO above SFT beyond their intervals,
@@ -106,6 +106,12 @@ smoke: setup
 ## (README: "The GPU path on a CPU"; about 11 min in a clean clone; both cores)
 engines: setup setup-gpu-cpu
 	pytest -m engines --timeout 3600 -v tests/pipeline/test_engines_vllm.py tests/pipeline/test_engines_deepspeed.py
+
+## cluster: preemption on the Slurm cluster of .ci/slurm-up (root; Debian): a GRPO job
+## preempted under PreemptMode=REQUEUE and under CANCEL resumes to the uninterrupted policy
+## (README: "Run on a cluster"); each needs the whole node, so they run one at a time
+cluster: setup
+	pytest -m cluster --timeout 3600 -v -s tests/pipeline/test_slurm_preemption.py
 
 ## mutate: mutation testing (mutmut) of the rewards, scoring, config and stage_deps: the score
 ## per module and the mutants no test kills (docs/mutation.md; long, not part of make test)

@@ -26,6 +26,11 @@ from vlrl.core import paths
 from vlrl.workflow import cores, resolve
 from vlrl.workflow.check import load_checked
 from vlrl.workflow.stage_deps import code_files
+from vlrl.workflow.slurm_preempted import report_preempted_as_failed
+
+# On a Slurm cluster, a job cancelled by preemption (PreemptMode=CANCEL) fails and is retried
+# instead of being waited on for ever (vlrl.workflow.slurm_preempted).
+report_preempted_as_failed()
 
 
 wildcard_constraints:

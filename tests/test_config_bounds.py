@@ -53,6 +53,9 @@ BOUNDS: list[tuple[str, str, str, int | float]] = [
     ("ShapesTeacher", "miss_rate", "ge", 0.0),
     ("ShapesTeacher", "miss_rate", "le", 1.0),
     ("DataSource", "max_samples", "ge", 1),
+    ("AttentionHeads", "text", "gt", 0),
+    ("AttentionHeads", "text_kv", "gt", 0),
+    ("AttentionHeads", "vision", "gt", 0),
     ("TinyModelConfig", "hidden_size", "gt", 0),
     ("TinyModelConfig", "intermediate_size", "gt", 0),
     ("TinyModelConfig", "num_hidden_layers", "gt", 0),
@@ -335,6 +338,7 @@ def test_introspection_sees_every_model() -> None:
 ENDPOINT = {"base_url": "http://127.0.0.1:1/v1", "model": "m"}
 BASES: dict[str, dict[str, Any]] = {
     "DataSource": {"dataset": "d", "split": "train"},
+    "AttentionHeads": {"text": 16, "text_kv": 2},
     "HubModelConfig": {"repo_id": "o/n", "unpinned": "no public commit"},
     "DatasetConfig": {"repo_id": "o/n", "revision": "0" * 40},
     "EndpointConfig": ENDPOINT,

@@ -134,3 +134,50 @@ def test_every_job_rule_runs_in_the_configured_image(containers):
 def test_no_rule_has_a_container_by_default(containers):
     default, _ = containers
     assert set(default.values()) == {None}
+
+
+@pytest.mark.network
+def test_vlrl_itself_builds_offline_from_a_wheelhouse_of_the_locks(tmp_path: Path) -> None:
+    """The image installs vlrl with ``uv pip install --offline --no-index --find-links
+    envs/wheelhouse --no-deps -e .``, which builds it with pyproject.toml's build backend
+    (setuptools>=68): no lock of an environment has it, so envs/build.txt pins it and the
+    README's wheelhouse command downloads it. Done here with a wheelhouse of envs/build.txt alone
+    (no other package is needed for a --no-deps build), then without it."""
+    wheelhouse = tmp_path / "wheelhouse"
+    download = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+    subprocess.run(
+        [*download, "-r", str(ROOT / "envs/build.txt"), "-d", str(wheelhouse)], check=True
+    )
+    readme = (ROOT / "README.md").read_text()
+    assert "-r envs/build.txt" in readme.split("pip download", 1)[1].split("`", 1)[0]
+    uv = ROOT / ".venv" / "bin" / "uv"
+
+    def install(find_links: Path) -> subprocess.CompletedProcess:
+        venv = tmp_path / f"venv-{find_links.name}"
+        subprocess.run(
+            [str(uv), "venv", "--quiet", "--python", sys.executable, str(venv)], check=True
+        )
+        offline = ["--offline", "--no-index", "--find-links", str(find_links)]
+        cache = ["--cache-dir", str(tmp_path / f"cache-{find_links.name}")]
+        return subprocess.run(
+            [
+                str(uv),
+                "pip",
+                "install",
+                *offline,
+                *cache,
+                "--python",
+                str(venv / "bin/python"),
+                "--no-deps",
+                "-e",
+                str(ROOT),
+            ],
+            capture_output=True,
+            text=True,
+        )
+
+    built = install(wheelhouse)
+    assert built.returncode == 0, built.stderr
+    (tmp_path / "empty").mkdir()
+    refused = install(tmp_path / "empty")
+    assert refused.returncode != 0 and "setuptools" in refused.stderr, refused.stderr

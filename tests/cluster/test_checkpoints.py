@@ -10,12 +10,16 @@ import pytest
 
 from vlrl.cluster.checkpoints import (
     DEEPSPEED_TAG,
+    FINGERPRINT,
     IN_PROGRESS,
+    TOPOLOGY,
     TRAINER_STATE,
     checkpoint_dirs,
     incomplete_reason,
     newest_complete,
+    resume_point,
 )
+from vlrl.cluster.distributed import Topology
 
 
 def _checkpoint(folder: Path, step: int, state: str | None = None, **files: str) -> Path:
@@ -155,6 +159,7 @@ def test_deepspeed_needs_every_ranks_files(
 ) -> None:
     """rank 0 writes ``latest`` without waiting for the other ranks' files: each must be there."""
     files = {f"global_step3/{n.format(r=r)}": "x" for n in names for r in (0, 1)}
+    files |= {f"rng_state_{r}.pth": "rng" for r in range(ranks)}
     path = _checkpoint(tmp_path, 3, **{DEEPSPEED_TAG: "global_step3", **files})
     found = incomplete_reason(path, deepspeed=True, ranks=ranks)
     assert found is None if reason is None else reason in found
@@ -163,3 +168,76 @@ def test_deepspeed_needs_every_ranks_files(
         assert "optimizer states of rank 1" in incomplete_reason(path, True, ranks)
         assert newest_complete(tmp_path, deepspeed=True, ranks=ranks) is None
         assert not path.exists()
+
+
+@pytest.mark.parametrize("deepspeed", [False, True])
+def test_every_ranks_rng_states_must_be_there(tmp_path: Path, deepspeed: bool) -> None:
+    """Each rank writes its own ``rng_state_<rank>.pth`` and rank 0 writes
+    ``trainer_state.json`` without waiting: a checkpoint lacking one rank's is cut short."""
+    ds = {DEEPSPEED_TAG: "global_step3"} if deepspeed else {}
+    ds |= (
+        {f"global_step3/zero_pp_rank_{r}_mp_rank_00_optim_states.pt": "x" for r in range(3)}
+        | {"global_step3/mp_rank_00_model_states.pt": "x"}
+        if deepspeed
+        else {}
+    )
+    path = _checkpoint(tmp_path, 3, **ds, **{"rng_state_0.pth": "r", "rng_state_2.pth": "r"})
+    reason = incomplete_reason(path, deepspeed, ranks=3)
+    assert reason == "it lacks the RNG states of rank 1 (rng_state_1.pth)"
+    assert incomplete_reason(path, deepspeed, ranks=None) is None  # rank count unknown
+    (path / "rng_state_1.pth").write_text("r")
+    assert incomplete_reason(path, deepspeed, ranks=3) is None
+    # one process writes rng_state.pth
+    single = _checkpoint(tmp_path / "one", 1)
+    assert incomplete_reason(single, ranks=1) == "it lacks the RNG states (rng_state.pth)"
+    (single / "rng_state.pth").write_text("r")
+    assert incomplete_reason(single, ranks=1) is None
+    assert newest_complete(tmp_path / "one", ranks=1) == single
+
+
+def test_a_model_only_checkpoint_needs_no_rng_states(tmp_path: Path) -> None:
+    """``save_only_model`` (the SFT stage's) saves neither optimizer nor RNG states."""
+    path = _checkpoint(tmp_path, 2)
+    (path / "optimizer.pt").unlink()
+    assert incomplete_reason(path, ranks=4) is None
+
+
+def test_checkpoints_of_another_config_are_cleared(tmp_path: Path) -> None:
+    checkpoints = tmp_path / "grpo_checkpoints"
+    (checkpoints / "checkpoint-3").mkdir(parents=True)
+    (checkpoints / FINGERPRINT).write_text("old")
+    assert resume_point(checkpoints, "new", enabled=True) is None
+    assert not (checkpoints / "checkpoint-3").exists()
+    assert (checkpoints / FINGERPRINT).read_text() == "new"
+    (checkpoints / "checkpoint-3").mkdir()
+    (checkpoints / "checkpoint-3" / "trainer_state.json").write_text('{"global_step": 3}')
+    assert resume_point(checkpoints, "new", enabled=True).endswith("checkpoint-3")
+    assert resume_point(checkpoints, "new", enabled=False) is None  # resume off: cleared
+
+
+def test_checkpoints_of_another_topology_are_set_aside_not_resumed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After resources.grpo.gpus or nodes change, DeepSpeed would raise on every attempt to load
+    the old world size's partitions ("DP world size ..."): the run starts again, the old
+    checkpoints are kept beside, and the warning names both topologies."""
+    checkpoints = tmp_path / "grpo_checkpoints"
+    two = Topology(nodes=1, processes_per_node=2)
+    assert resume_point(checkpoints, "fp", enabled=True, topo=two) is None
+    assert (checkpoints / TOPOLOGY).read_text() == "1 node x 2 processes (world size 2)"
+    _checkpoint(checkpoints, 3, **{"rng_state_0.pth": "r", "rng_state_1.pth": "r"})
+    assert resume_point(checkpoints, "fp", enabled=True, topo=two).endswith("checkpoint-3")
+
+    four = Topology(nodes=2, processes_per_node=2)
+    assert resume_point(checkpoints, "fp", enabled=True, topo=four) is None
+    aside = tmp_path / "grpo_checkpoints.2-ranks"
+    assert (aside / "checkpoint-3" / TRAINER_STATE).is_file()
+    assert (checkpoints / TOPOLOGY).read_text() == "2 nodes x 2 processes (world size 4)"
+    assert not checkpoint_dirs(checkpoints) and (checkpoints / FINGERPRINT).read_text() == "fp"
+    warning = caplog.text
+    assert "written by 1 node x 2 processes (world size 2)" in warning
+    assert "this run has 2 nodes x 2 processes (world size 4)" in warning
+    assert str(aside) in warning
+    # the same topology again: nothing moves
+    assert resume_point(checkpoints, "fp", enabled=True, topo=four) is None
+    assert checkpoints.is_dir() and not (tmp_path / "grpo_checkpoints.4-ranks").exists()

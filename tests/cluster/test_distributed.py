@@ -19,6 +19,7 @@ from vlrl.cluster.distributed import (
     llamafactory_command,
     rendezvous_port,
     slurm_hosts,
+    stage_step_command,
     topology,
     torchrun_command,
 )
@@ -93,6 +94,7 @@ def test_grpo_on_2_nodes_is_one_torchrun_per_node_meeting_on_the_first() -> None
         "--export=ALL",
     ]
     assert cmd[launcher:] == [
+        *("/env/bin/python", "-m", "vlrl.cluster.relay", "--"),  # stop signals reach the ranks
         "/env/bin/python",
         "-m",
         "torch.distributed.run",
@@ -136,6 +138,8 @@ def test_sft_on_2_nodes_runs_llamafactory_on_each_with_its_node_rank() -> None:
     cmd, env = llamafactory_command(Topology(2, 8, 8), CLI, ["train", "t.yaml"], RDZV, "/usr/bin")
     assert cmd[:3] == ["srun", "--jobid=401234", "--nodes=2"]
     assert cmd[cmd.index("bash") :] == ["bash", "-c", NODE_RANK_FROM_SLURM, CLI, "train", "t.yaml"]
+    relay = cmd.index("bash") - 4  # each node's task under the relay, in the stage's Python
+    assert cmd[relay:][:4] == [sys.executable, "-m", "vlrl.cluster.relay", "--"]
     assert env == {
         "FORCE_TORCHRUN": "1",
         "NNODES": "2",
@@ -249,3 +253,25 @@ def test_two_nodes_ask_for_one_task_per_node_and_8_gpus_on_each(tmp_path: Path) 
     for flag in ("--nodes=2", "--ntasks=2", "--gres=gpu:8", "--cpus-per-task=64"):
         assert flag in line, line
     assert "--ntasks-per-gpu" not in line and "--gpus" not in line
+
+
+def test_srun_asks_each_node_for_what_the_job_asked_when_cpu_threads_size_it() -> None:
+    """A job sized by cpu_threads alone asks sbatch for cpu_threads x processes CPUs per node
+    (vlrl.workflow.cores): each node's srun must ask the same, not srun's one CPU per task."""
+    topo = topology(StageResources(nodes=2), 2, cpu_threads=3)
+    cmd = torchrun_command(topo, TARGET, RDZV, python="py")
+    assert "--cpus-per-task=6" in cmd[: cmd.index("py")]
+    assert topology(StageResources(nodes=2, cpus=10), 2, cpu_threads=3).cpus_per_node == 10
+    assert topology(StageResources(nodes=2), 2).cpus_per_node is None
+
+
+def test_a_resumable_stage_reruns_itself_in_a_job_step_under_the_relay() -> None:
+    topo = Topology(1, 8, 8, cpus_per_node=64, mem_mb_per_node=480000)
+    cmd = stage_step_command(topo, ["grpo", "exp", "--set", "seed=2"], "77", python="py")
+    assert cmd == [
+        *("srun", "--jobid=77", "--nodes=1", "--ntasks=1"),
+        *("--cpus-per-task=64", "--gres=gpu:8", "--mem=480000"),
+        *("--overlap", "--kill-on-bad-exit=1", "--export=ALL"),
+        *("py", "-m", "vlrl.cluster.relay", "--"),
+        *("py", "-m", "vlrl.cli", "grpo", "exp", "--set", "seed=2"),
+    ]

@@ -28,6 +28,7 @@ from vlrl.cluster.preemption import (
     stop_requested,
     stop_time,
 )
+from vlrl.core.errors import StageError
 
 
 @pytest.mark.parametrize(
@@ -100,8 +101,9 @@ def test_the_stage_ends_after_the_grace_without_a_checkpoint() -> None:
     assert exit_.value.code == 143 and 0.5 < time.monotonic() - started < 4
 
 
-def test_a_stop_signal_is_forwarded_to_the_ranks_process_group(tmp_path: Path) -> None:
-    """``kill <stage>`` reaches the ranks, which run in their own process group, as SIGURG."""
+def test_a_stop_signal_is_forwarded_to_the_ranks_session(tmp_path: Path) -> None:
+    """``kill <stage>`` reaches the ranks, which torchrun starts in sessions of their own, as
+    SIGURG."""
     got = tmp_path / "got"
     rank = subprocess.Popen(
         [
@@ -113,7 +115,7 @@ def test_a_stop_signal_is_forwarded_to_the_ranks_process_group(tmp_path: Path) -
             "time.sleep(30)\n",
             str(got),
         ],
-        process_group=0,
+        start_new_session=True,
     )
     try:
         while not Path(f"{got}.ready").exists():
@@ -170,9 +172,25 @@ def test_requeue_only_with_progress_and_at_most_max_requeues(
         assert "resources.grpo.runtime" in found and "grpo.save_steps" in found
 
 
-def test_a_refused_requeue_is_not_counted(tmp_path: Path) -> None:
+def test_a_refused_requeue_is_not_counted_and_says_what_makes_a_job_requeueable(
+    tmp_path: Path,
+) -> None:
     record_start(tmp_path, 0)
-    assert not requeue_job(tmp_path, env={})  # outside Slurm
-    # a job Slurm does not know (or no scontrol at all): refused
-    assert not requeue_job(tmp_path, env={"SLURM_JOB_ID": "2147483000"})
+    assert requeue_job(tmp_path, env={}) == (False, "not a Slurm job")
+    # a job Slurm does not know, a site with JobRequeue=0 (or no scontrol at all): refused
+    requeued, why = requeue_job(tmp_path, env={"SLURM_JOB_ID": "2147483000"})
+    assert not requeued
+    assert why.startswith("Slurm refused to requeue job 2147483000 (`scontrol requeue 2147483000`")
+    assert "--requeue" in why and "JobRequeue=1" in why and "`requeue: true`" in why
     assert read_requeues(tmp_path) == {"starts": [0], "requeues": 0}
+
+
+def test_a_slurm_job_whose_limit_cannot_be_read_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside a container without the Slurm client, the stage must not run on as if it had no
+    limit (it would be killed at it without a checkpoint)."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no squeue
+    with pytest.raises(StageError, match=r"runs in Slurm job 12 but cannot read its time limit"):
+        preemption.job_seconds_left({"SLURM_JOB_ID": "12"})
+    assert preemption.job_seconds_left({}) is None  # outside Slurm: no limit

@@ -230,19 +230,6 @@ def test_every_rank_stops_after_the_same_step(
     assert summary["resumed_from"].endswith("checkpoint-1") and summary["steps"] == 2
 
 
-def test_checkpoints_of_another_config_are_cleared(tmp_path: Path) -> None:
-    checkpoints = tmp_path / "grpo_checkpoints"
-    (checkpoints / "checkpoint-3").mkdir(parents=True)
-    (checkpoints / grpo.FINGERPRINT).write_text("old")
-    assert grpo.resume_point(checkpoints, "new", enabled=True) is None
-    assert not (checkpoints / "checkpoint-3").exists()
-    assert (checkpoints / grpo.FINGERPRINT).read_text() == "new"
-    (checkpoints / "checkpoint-3").mkdir()
-    (checkpoints / "checkpoint-3" / "trainer_state.json").write_text('{"global_step": 3}')
-    assert grpo.resume_point(checkpoints, "new", enabled=True).endswith("checkpoint-3")
-    assert grpo.resume_point(checkpoints, "new", enabled=False) is None  # resume off: cleared
-
-
 @pytest.mark.slow
 def test_multi_image_rows_train(
     length_reward: str,
@@ -488,3 +475,27 @@ def test_ranks_checkpoint_when_torchrun_gets_sigterm(
     last = paths.grpo_checkpoints_dir("tiny_shapes") / f"checkpoint-{step}"
     assert 1 < step < 6 and (last / "trainer_state.json").is_file()
     assert (last / "rng_state_0.pth").is_file() and (last / "rng_state_1.pth").is_file()
+
+
+def test_in_a_slurm_job_the_stage_reruns_in_a_step_of_its_own_under_the_relay(
+    tmp_path: Path,
+) -> None:
+    """The step's first process is then the relay, which Slurm signals under proctrack/cgroup
+    (the stage itself, below Snakemake's own step, would get nothing)."""
+    cfg = load_experiment("tiny_shapes")  # 2 CPU processes, cpu_threads 1
+    srun = tmp_path / "srun"
+    srun.write_text("#!/bin/sh\n")
+    srun.chmod(0o755)
+    env = {"SLURM_JOB_ID": "77", "PATH": str(tmp_path)}
+    cmd = grpo.job_step(cfg, ["grpo", "tiny_shapes"], env)
+    assert cmd[:5] == ["srun", "--jobid=77", "--nodes=1", "--ntasks=1", "--cpus-per-task=2"]
+    assert cmd[cmd.index("vlrl.cluster.relay") + 1 :][-4:] == [
+        "-m",
+        "vlrl.cli",
+        "grpo",
+        "tiny_shapes",
+    ]
+    assert grpo.job_step(cfg, ["grpo"], {**env, "VLRL_RELAYED": "0"}) is None  # already there
+    assert grpo.job_step(cfg, ["grpo"], {"PATH": str(tmp_path)}) is None  # not a Slurm job
+    with pytest.raises(StageError, match=r"Slurm job 77 but srun is not on PATH.*bind the Slurm"):
+        grpo.job_step(cfg, ["grpo"], {"SLURM_JOB_ID": "77", "PATH": str(tmp_path / "none")})

@@ -5,7 +5,8 @@ node), and two torchrun groups on localhost really rendezvous over gloo and trai
 Only Slurm's commands are stood in for: ``srun`` (tests/stages/fake_slurm/srun) starts the
 command it is given once per task on this machine, with ``SLURM_NODEID`` and ``SLURM_PROCID``
 set as Slurm sets them, and records its own options; ``scontrol show hostnames`` names the two
-"nodes" 127.0.0.1. Everything after srun's options is the exact command the job would run.
+"nodes" 127.0.0.1; ``squeue`` says the job has no time limit. Everything after srun's options is
+the exact command the job would run.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def test_two_torchrun_groups_rendezvous_and_train_as_one_world(
         "--kill-on-bad-exit=1",
         "--export=ALL",
     ]
-    torchrun = call["command"]
+    relay, torchrun = call["command"][:4], call["command"][4:]
+    assert relay[1:] == ["-m", "vlrl.cluster.relay", "--"]  # each node's task under the relay
     assert torchrun[1:4] == ["-m", "torch.distributed.run", "--nproc-per-node=1"]
     assert f"--rdzv-endpoint=127.0.0.1:{rendezvous_port(job)}" in torchrun
     assert "[rank 0] " in err and "[rank 1] " in err, err[-3000:]

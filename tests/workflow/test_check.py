@@ -291,3 +291,36 @@ def test_a_benchmarks_judge_prompt_must_exist(project):
     with pytest.raises(ConfigError) as info:
         check_all()
     assert "mmvet.yaml: judge.prompt: 'mm_vet' is not one of" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "sizes"),
+    [
+        # Qwen2.5-VL-7B: 28 heads, 4 key/value, 16 in the vision encoder
+        (["infer.backend=vllm", "resources.infer.gpus=8"], "resources.infer.gpus", "1, 2, 4"),
+        (["grpo.use_vllm=true", "grpo.vllm_tensor_parallel_size=3"], None, "1, 2, 4"),
+        (
+            ["grpo.use_vllm=true", "grpo.vllm_mode=server", "grpo.vllm_server_gpus=6"],
+            "grpo.vllm_server_gpus",
+            "1, 2, 4",
+        ),
+    ],
+)
+def test_vllm_tensor_parallelism_must_split_the_models_heads(
+    overrides: list[str], key: str | None, sizes: str
+) -> None:
+    """Qwen2.5-VL-7B on 3, 6 or 8 GPUs of one vLLM engine fails at start, after every job
+    before it ran: `vlrl check` says so first, naming the key and the sizes that work."""
+    from vlrl.workflow.check import experiment_problems
+
+    key = key or "grpo.vllm_tensor_parallel_size"
+    cfg, problems = experiment_problems("sophiavl_r1", overrides)
+    assert cfg is None
+    (problem,) = [p for p in problems if "tensor parallelism" in p]
+    assert problem.startswith(f"{Path('config/experiments/sophiavl_r1.yaml')}: {key}: ") or (
+        f": {key}: tensor parallelism over" in problem
+    ), problem
+    assert "28 attention heads (4 key/value, 16 in the vision encoder)" in problem
+    assert problem.endswith(f"Sizes that can: {sizes} (base model qwen2.5-vl-7b-instruct)")
+    fine = [o.rsplit("=", 1)[0] + "=4" if o[-1].isdigit() else o for o in overrides]
+    assert not [p for p in experiment_problems("sophiavl_r1", fine)[1] if "tensor" in p]

@@ -96,10 +96,10 @@ def _fail(exc: VlrlError, escape: bool = False, soft_wrap: bool = False) -> None
     sys.exit(2)
 
 
-def _run(fn, *args, **kwargs) -> None:
+def _run(fn, *args, **kwargs):
     """Run a stage; user errors become one red line and exit code 2, not a traceback."""
     try:
-        fn(*args, **kwargs)
+        return fn(*args, **kwargs)
     except VlrlError as exc:
         _fail(exc)
 
@@ -123,6 +123,10 @@ def _stage(name: str, cfg, *args) -> None:
     pin_cpu_kernels(getattr(cfg, "cpu_kernels", None))
     pin_cpu_threads(getattr(cfg, "cpu_threads", None))
     module = importlib.import_module(f"vlrl.stages.{name}")
+    # a resumable stage in a Slurm job reruns in a job step of its own
+    status = _run(cli_support.run_in_job_step, module, cfg, sys.argv[1:])
+    if status is not None:
+        sys.exit(status)
     if os.environ.get("VLRL_CHECK_READS") != "1":
         _run(module.run, args[0], cfg, *args[1:])
         return

@@ -1,6 +1,7 @@
 """What the ``vlrl`` command does around its subcommands: several ``--set`` assignments after
 one ``--set``, the version line, finding the project from a subfolder (and saying so when there
-is none), and the warning that a ``.venv`` runs another checkout's code."""
+is none), the warning that a ``.venv`` runs another checkout's code, and a resumable stage's
+rerun in a Slurm job step of its own."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from typer.core import TyperCommand
 
@@ -123,3 +126,16 @@ def root_hint() -> str:
         f"\nhint: no folder at or above {here} holds {files}: run vlrl inside the vlrl "
         "checkout, or set VLRL_ROOT to it"
     )
+
+
+def run_in_job_step(module: ModuleType, cfg: Any, argv: list[str]) -> int | None:
+    """Run the stage ``vlrl <argv>`` in a job step of its own under the relay, when its
+    ``module`` says it needs one (``job_step``: a resumable stage inside a Slurm job; see
+    :mod:`vlrl.cluster.relay`), and return that step's exit status; None: run it here."""
+    job_step = getattr(module, "job_step", None)
+    command = job_step(cfg, argv) if job_step is not None else None
+    if command is None:
+        return None
+    from vlrl.cluster.relay import run_in_step
+
+    return run_in_step(command)

@@ -19,7 +19,11 @@ optimizer partition when rank 0 goes on to ``trainer_state.json``. A ZeRO tag di
 and the module's states: one ``mp_rank_00_model_states.pt`` under ZeRO-1/2, one
 ``zero_pp_rank_<r>_mp_rank_00_model_states.pt`` per rank under ZeRO-3. transformers' own SIGTERM
 checkpointing (``trainer_jit_checkpoint.py``) marks a save in progress with
-``checkpoint-is-incomplete.txt``; a directory holding it is incomplete too.
+``checkpoint-is-incomplete.txt``; a directory holding it is incomplete too. The RNG states race
+the same way: each of several ranks writes its own ``rng_state_<rank>.pth``
+(``Trainer._save_rng_state``) and rank 0 goes on to ``trainer_state.json`` without waiting, so a
+checkpoint of a run of several ranks is complete only with every rank's file
+(:func:`missing_rng_states`).
 
 Torch-free: the stage picks its resume point before it imports torch.
 """
@@ -32,6 +36,8 @@ import re
 import shutil
 from pathlib import Path
 
+from vlrl.cluster.distributed import Topology
+
 log = logging.getLogger(__name__)
 
 PREFIX = "checkpoint"
@@ -42,6 +48,10 @@ IN_PROGRESS = "checkpoint-is-incomplete.txt"
 """The sentinel of transformers' JIT (SIGTERM) checkpoint while it saves."""
 DEEPSPEED_TAG = "latest"
 """The file in which DeepSpeed's ``save_checkpoint`` names its newest tag directory."""
+FINGERPRINT = "vlrl_fingerprint.txt"
+"""Beside a run's checkpoints: what a checkpoint must share with a run to be resumed by it."""
+TOPOLOGY = "vlrl_topology.txt"
+"""Beside a run's checkpoints: the topology that wrote them (:func:`topology_label`)."""
 
 _NAME = re.compile(rf"^{PREFIX}-(\d+)$")
 _RANK_FILE = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_(optim|model)_states\.pt$")
@@ -92,10 +102,34 @@ def missing_rank_files(tag_dir: Path, ranks: int | None = None) -> str | None:
     return ", ".join(lacks) or None
 
 
+def missing_rng_states(path: Path, ranks: int) -> str | None:
+    """Which ranks' RNG states checkpoint ``path`` of a run of ``ranks`` processes lacks, or
+    None. One process writes ``rng_state.pth``, several ``rng_state_<rank>.pth`` each; a
+    checkpoint saved without its optimizer (``save_only_model``: no RNG states either) needs none.
+
+    >>> import tempfile
+    >>> ckpt = Path(tempfile.mkdtemp())
+    >>> _ = (ckpt / "optimizer.pt").write_bytes(b"")
+    >>> _ = (ckpt / "rng_state_0.pth").write_bytes(b"")
+    >>> missing_rng_states(ckpt, 2), missing_rng_states(ckpt, 1)
+    ('the RNG states of rank 1 (rng_state_1.pth)', 'the RNG states (rng_state.pth)')
+    """
+    saved_optimizer = (path / "optimizer.pt").exists() or (path / DEEPSPEED_TAG).exists()
+    if not saved_optimizer and not any(path.glob("rng_state*.pth")):
+        return None
+    if ranks <= 1:
+        return None if (path / "rng_state.pth").exists() else "the RNG states (rng_state.pth)"
+    lacks = [r for r in range(ranks) if not (path / f"rng_state_{r}.pth").exists()]
+    names = ", ".join(f"rng_state_{r}.pth" for r in lacks)
+    ranks_text = ", ".join(map(str, lacks))
+    return f"the RNG states of rank {ranks_text} ({names})" if lacks else None
+
+
 def incomplete_reason(path: Path, deepspeed: bool = False, ranks: int | None = None) -> str | None:
     """Why checkpoint directory ``path`` cannot be resumed (its save did not finish), or None
-    when it is complete. ``ranks``: under DeepSpeed, the world size whose files it must hold
-    (the run's; ZeRO's partitions are per rank), else those up to its highest rank's."""
+    when it is complete. ``ranks``: the world size of the run that resumes it, whose files it
+    must hold (each rank's RNG states; under DeepSpeed, each rank's ZeRO partitions); None: under
+    DeepSpeed, those up to its highest rank's, and no RNG check."""
     if (path / IN_PROGRESS).exists():
         return f"it holds {IN_PROGRESS}"
     state_file = path / TRAINER_STATE
@@ -118,7 +152,53 @@ def incomplete_reason(path: Path, deepspeed: bool = False, ranks: int | None = N
         missing = missing_rank_files(path / tag, ranks)
         if missing:
             return f"its DeepSpeed {tag} lacks {missing}"
+    if ranks is not None:
+        missing = missing_rng_states(path, ranks)
+        if missing:
+            return f"it lacks {missing}"
     return None
+
+
+def topology_label(nodes: int, processes_per_node: int) -> str:
+    """How a run's processes are laid out, as :data:`TOPOLOGY` records it.
+
+    >>> topology_label(2, 8), topology_label(1, 1)
+    ('2 nodes x 8 processes (world size 16)', '1 node x 1 process (world size 1)')
+    """
+    node_s = "node" if nodes == 1 else "nodes"
+    process_s = "process" if processes_per_node == 1 else "processes"
+    world = nodes * processes_per_node
+    return f"{nodes} {node_s} x {processes_per_node} {process_s} (world size {world})"
+
+
+def set_aside(folder: Path, topology: str) -> Path | None:
+    """Move the checkpoints of ``folder`` aside when another topology wrote them; returns where
+    they went, or None (the same topology, or none recorded).
+
+    A checkpoint is not resumable under another world size: DeepSpeed's ZeRO partitions and
+    each rank's RNG states are per rank (DeepSpeed raises on every attempt), and the batches
+    each rank draws depend on the world size. So the run starts again, the old checkpoints kept
+    beside (``<folder>.<world size>-ranks``, replacing an older one of that name) for a rerun
+    under their own topology, and a warning names both topologies.
+    """
+    record = folder / TOPOLOGY
+    if not record.is_file() or (old := record.read_text().strip()) == topology:
+        return None
+    world = old.rsplit("world size ", 1)[-1].rstrip(")")
+    aside = folder.with_name(f"{folder.name}.{world}-ranks")
+    shutil.rmtree(aside, ignore_errors=True)
+    folder.rename(aside)
+    log.warning(
+        "the checkpoints in %s were written by %s, and this run has %s: a checkpoint cannot be "
+        "resumed under another topology (ZeRO partitions and RNG states are per rank), so this "
+        "run starts from step 0 and they are set aside in %s. To resume them instead, rerun with "
+        "the resources (gpus, nodes) and processes that wrote them",
+        folder,
+        old,
+        topology,
+        aside,
+    )
+    return aside
 
 
 def checkpoint_dirs(folder: Path) -> list[Path]:
@@ -154,3 +234,38 @@ def newest_complete(
         if remove:
             shutil.rmtree(path)
     return newest
+
+
+def resume_point(
+    checkpoints: Path,
+    fingerprint: str,
+    enabled: bool,
+    deepspeed: bool = False,
+    topo: Topology | None = None,
+) -> str | None:
+    """The newest complete checkpoint of an interrupted run with the same fingerprint, or None
+    (:func:`newest_complete`: one whose save was cut short, or lacks
+    a file of one of the ranks of ``topo``, is removed).
+
+    A checkpoint directory left by a different configuration is cleared rather than resumed;
+    one written under another topology is set aside (:func:`set_aside`).
+    """
+    stamp = checkpoints / FINGERPRINT
+    if checkpoints.is_dir() and (
+        not enabled or not stamp.is_file() or stamp.read_text() != fingerprint
+    ):
+        log.info("clearing %s (another configuration or resume off)", checkpoints)
+        shutil.rmtree(checkpoints)
+    layout = topology_label(topo.nodes, topo.processes_per_node) if topo else None
+    if layout and set_aside(checkpoints, layout):
+        checkpoints.mkdir(parents=True)
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(fingerprint)
+    if layout:
+        (checkpoints / TOPOLOGY).write_text(layout)
+    ranks = topo.world_size if topo else None
+    last = newest_complete(checkpoints, deepspeed=deepspeed, ranks=ranks)
+    if last is None:
+        return None
+    log.info("resuming from %s", last)
+    return str(last)

@@ -14,6 +14,11 @@ once and gets 8 processes whether it runs on a workstation or a cluster:
   ``NNODES`` / ``NODE_RANK`` / ``MASTER_ADDR`` variables, so each node's task sets its
   ``NODE_RANK`` from ``SLURM_NODEID``.
 
+Every process Slurm starts for a training run is the relay (:mod:`vlrl.cluster.relay`), so stop
+signals reach the ranks on clusters that signal a step's first process only: each node's task,
+and, in a Slurm job, the stage itself (:func:`stage_step_command`: the resumable stage reruns
+itself in a job step of its own).
+
 The commands are built by pure functions (tested for 1 GPU, 8 GPUs and 2 nodes x 8).
 """
 
@@ -27,6 +32,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from vlrl.cluster.container import node_task
 from vlrl.config import StageResources
 from vlrl.core.errors import StageError
 
@@ -42,6 +48,10 @@ NODE_RANK_FROM_SLURM = 'NODE_RANK="$SLURM_NODEID" exec "$0" "$@"'
 """The shell line each node's task runs LLaMA-Factory under: its node rank is Slurm's node id."""
 
 
+RELAY = "vlrl.cluster.relay"
+"""The module every Slurm task of a training run runs under (``python -m``)."""
+
+
 @dataclass(frozen=True)
 class Topology:
     """The processes of one training run: ``nodes`` x ``processes_per_node``."""
@@ -50,7 +60,8 @@ class Topology:
     processes_per_node: int = 1
     gpus_per_node: int = 0
     cpus_per_node: int | None = None
-    """CPUs of each node's launcher and its processes (``resources.<stage>.cpus``)."""
+    """CPUs of each node's launcher and its processes (:func:`node_cpus`: what the job asked
+    for a node)."""
     mem_mb_per_node: int | None = None
 
     @property
@@ -70,22 +81,44 @@ def processes_per_node(resources: StageResources, cpu_processes: int, reserved: 
     return resources.gpus - reserved if resources.gpus else cpu_processes
 
 
-def topology(resources: StageResources, cpu_processes: int, reserved: int = 0) -> Topology:
-    """The topology of a stage from its resources, its CPU process count and the GPUs of a
-    node its servers take (``reserved``).
+def node_cpus(resources: StageResources, processes: int, cpu_threads: int | None) -> int | None:
+    """CPUs a job of the stage asks for each node: ``resources.<stage>.cpus``, else
+    ``cpu_threads`` for each of its ``processes`` per node, else None (unsized: Slurm's default,
+    or the whole machine locally). The one rule behind both the job's ``--cpus-per-task``
+    (:func:`vlrl.workflow.cores.stage_threads`) and each node's ``srun`` (:func:`srun_per_node`).
+
+    >>> node_cpus(StageResources(cpus=64), 8, 4), node_cpus(StageResources(), 2, 3)
+    (64, 6)
+    >>> node_cpus(StageResources(), 2, None) is None
+    True
+    """
+    if resources.cpus is not None:
+        return resources.cpus
+    return cpu_threads * processes if cpu_threads is not None else None
+
+
+def topology(
+    resources: StageResources,
+    cpu_processes: int,
+    reserved: int = 0,
+    cpu_threads: int | None = None,
+) -> Topology:
+    """The topology of a stage from its resources, its CPU process count, the GPUs of a node
+    its servers take (``reserved``) and the experiment's ``cpu_threads``.
 
     >>> topology(StageResources(gpus=8, nodes=2, cpus=64, mem_mb=480000), 1)
     ... # doctest: +NORMALIZE_WHITESPACE
     Topology(nodes=2, processes_per_node=8, gpus_per_node=8, cpus_per_node=64,
              mem_mb_per_node=480000)
-    >>> topology(StageResources(), 2).world_size
-    2
+    >>> topology(StageResources(nodes=2), 2, cpu_threads=3).cpus_per_node  # 3 threads x 2
+    6
     """
+    per_node = processes_per_node(resources, cpu_processes, reserved)
     return Topology(
         resources.nodes,
-        processes_per_node(resources, cpu_processes, reserved),
+        per_node,
         resources.gpus,
-        resources.cpus,
+        node_cpus(resources, per_node, cpu_threads),
         resources.mem_mb,
     )
 
@@ -178,20 +211,55 @@ def srun_per_node(topo: Topology, rdzv: Rendezvous) -> list[str]:
      '--cpus-per-task=64', '--gres=gpu:8', '--mem=480000', '--overlap', '--kill-on-bad-exit=1',
      '--export=ALL']
     """
-    sizes = [f"--cpus-per-task={topo.cpus_per_node}"] if topo.cpus_per_node else []
-    sizes += [f"--gres=gpu:{topo.gpus_per_node}"] if topo.gpus_per_node else []
-    sizes += [f"--mem={topo.mem_mb_per_node}"] if topo.mem_mb_per_node else []
     return [
         "srun",
         f"--jobid={rdzv.run_id}",
         f"--nodes={topo.nodes}",
         f"--ntasks={topo.nodes}",
         "--ntasks-per-node=1",
-        *sizes,
+        *_node_sizes(topo),
         "--overlap",
         "--kill-on-bad-exit=1",
         "--export=ALL",
     ]
+
+
+def _node_sizes(topo: Topology) -> list[str]:
+    sizes = [f"--cpus-per-task={topo.cpus_per_node}"] if topo.cpus_per_node else []
+    sizes += [f"--gres=gpu:{topo.gpus_per_node}"] if topo.gpus_per_node else []
+    return sizes + ([f"--mem={topo.mem_mb_per_node}"] if topo.mem_mb_per_node else [])
+
+
+def relayed(
+    cmd: Sequence[str], python: str = sys.executable, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """``cmd`` as a Slurm task of the run: under the relay (:mod:`vlrl.cluster.relay`), in this
+    stage's Python; inside an image, the host's relay over the image
+    (:func:`vlrl.cluster.container.node_task`).
+
+    >>> relayed(["torchrun", "-m", "m"], python="py", env={})
+    ['py', '-m', 'vlrl.cluster.relay', '--', 'torchrun', '-m', 'm']
+    """
+    return node_task(cmd, env) or [python, "-m", RELAY, "--", *cmd]
+
+
+def stage_step_command(
+    topo: Topology, argv: Sequence[str], job_id: str, python: str = sys.executable
+) -> list[str]:
+    """The command that reruns a resumable stage (``python -m vlrl.cli ...argv``) in a job step
+    of its own under the relay: one task on the job's first node, sized as the job asked for a
+    node; ``--overlap`` shares the CPUs the job step that started the stage holds.
+
+    >>> topo = Topology(1, 2, cpus_per_node=2)
+    >>> stage_step_command(topo, ["grpo", "tiny"], "77", python="py")
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['srun', '--jobid=77', '--nodes=1', '--ntasks=1', '--cpus-per-task=2', '--overlap',
+     '--kill-on-bad-exit=1', '--export=ALL', 'py', '-m', 'vlrl.cluster.relay', '--', 'py',
+     '-m', 'vlrl.cli', 'grpo', 'tiny']
+    """
+    srun = ["srun", f"--jobid={job_id}", "--nodes=1", "--ntasks=1", *_node_sizes(topo)]
+    srun += ["--overlap", "--kill-on-bad-exit=1", "--export=ALL"]
+    return [*srun, *relayed([python, "-m", "vlrl.cli", *argv], python)]
 
 
 def torchrun_command(
@@ -209,8 +277,10 @@ def torchrun_command(
     >>> cmd = torchrun_command(Topology(2, 8, 8), ["-m", "m"], rdzv, python="py")
     >>> cmd[:3]  # srun: one launcher per node, meeting on gpu01
     ['srun', '--jobid=1234', '--nodes=2']
-    >>> cmd[cmd.index("py") :][3:6]
-    ['--nproc-per-node=8', '--nnodes=2', '--rdzv-backend=c10d']
+    >>> cmd[cmd.index("--export=ALL") + 1 :][:7]  # each node's launcher under the relay
+    ['py', '-m', 'vlrl.cluster.relay', '--', 'py', '-m', 'torch.distributed.run']
+    >>> cmd[cmd.index("--nproc-per-node=8") + 1 :][:2]
+    ['--nnodes=2', '--rdzv-backend=c10d']
     >>> cmd[-4:]
     ['--rdzv-endpoint=gpu01:30734', '--rdzv-id=1234', '-m', 'm']
     """
@@ -222,7 +292,7 @@ def torchrun_command(
         raise ValueError(f"{topo.nodes} nodes need a rendezvous")
     return [
         *srun_per_node(topo, rdzv),
-        *launcher,
+        *relayed(launcher, python),
         f"--nnodes={topo.nodes}",
         "--rdzv-backend=c10d",
         f"--rdzv-endpoint={rdzv.host}:{rdzv.port}",
@@ -311,4 +381,5 @@ def llamafactory_command(
     if rdzv is None:
         raise ValueError(f"{topo.nodes} nodes need a rendezvous")
     env.update(MASTER_ADDR=rdzv.host, MASTER_PORT=str(rdzv.port))
-    return [*srun_per_node(topo, rdzv), "bash", "-c", NODE_RANK_FROM_SLURM, *cmd], env
+    node_task = relayed(["bash", "-c", NODE_RANK_FROM_SLURM, *cmd])
+    return [*srun_per_node(topo, rdzv), *node_task], env

@@ -7,12 +7,15 @@ A resumable stage stops, with a checkpoint, after the step in which either comes
   :data:`TERM_GRACE_S` after the first, ends the stage at once as before).
 
 Which signal Slurm sends: :func:`signal_option`. A Snakemake job runs under Slurm as
-``sh`` (the batch script) → snakemake → ``srun`` → snakemake → bash → ``vlrl`` → torchrun →
-ranks. ``sbatch --signal=USR1@N`` signals every process of the job steps (snakemake, bash,
-torchrun, the ranks), ``--signal=B:USR1@N`` only the batch shell; snakemake, bash, torchrun and
-``sh`` die of SIGUSR1 (its default action), which ends the job with no checkpoint. SIGURG is
-ignored by default, so ``--signal=URG@N`` (or ``scancel --signal=URG <job>``) reaches every
-process of the steps, is ignored by all but the ranks, and they checkpoint and stop.
+``sh`` (the batch script) → snakemake → ``srun`` → snakemake → bash → ``vlrl grpo``, which
+starts the training in a job step of its own under the relay (:func:`relayed_command`):
+``srun`` → relay → ``vlrl grpo`` → torchrun → ranks. ``sbatch --signal=URG@N`` signals the
+steps; under ``proctrack/cgroup`` only their direct children of slurmstepd get it (the inner
+snakemake, which ignores SIGURG, and the relay, which passes it to every process of the run:
+:mod:`vlrl.cluster.relay`); under ``proctrack/linuxproc`` every process of the steps. SIGURG is
+ignored by default, so only the stage and the ranks act on it: they checkpoint and stop.
+SIGUSR1 would kill snakemake, bash and torchrun (its default action), ending the job with no
+checkpoint; ``--signal=B:...`` signals only the batch shell.
 
 Torch-free (the grpo stage reads its stop time before the CLI pins threads); the trainer callback
 that stops is :mod:`vlrl.cluster.timelimit`.
@@ -31,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vlrl.cluster.distributed import slurm_output
+from vlrl.cluster.relay import signal_descendants
 from vlrl.core.errors import StageError
 
 log = logging.getLogger(__name__)
@@ -58,17 +62,26 @@ def parse_time_left(text: str) -> float | None:
 
 
 def job_seconds_left(env: Mapping[str, str] | None = None) -> float | None:
-    """Seconds until the time limit of the Slurm job this process runs in; None outside Slurm,
-    for a job without a limit, or when squeue cannot say (logged by the caller's absence of a
-    deadline: the stage then simply runs on)."""
+    """Seconds until the time limit of the Slurm job this process runs in; None outside Slurm
+    or for a job without a limit.
+
+    Raises:
+        StageError: inside a Slurm job whose limit ``squeue`` cannot tell (not installed, as in
+            a container without the Slurm client, or failing): a stage that runs on without
+            knowing its limit is killed at it without a checkpoint.
+    """
     env = os.environ if env is None else env
     job = env.get("SLURM_JOB_ID")
     if not job:
         return None
     try:
         return parse_time_left(slurm_output(["squeue", "-h", "-j", job, "-o", "%L"]))
-    except StageError:
-        return None
+    except StageError as err:
+        raise StageError(
+            f"this stage runs in Slurm job {job} but cannot read its time limit: {err}. Inside "
+            'a container, bind the Slurm client and its configuration in (README, "Run on a '
+            'cluster"); to run without a limit, unset SLURM_JOB_ID'
+        ) from err
 
 
 def stop_time(margin_s: float) -> float | None:
@@ -90,25 +103,35 @@ def stop_time(margin_s: float) -> float | None:
     return time.time() + left - margin_s
 
 
-def requeue_job(checkpoints: Path | None = None, env: Mapping[str, str] | None = None) -> bool:
+REQUEUE_ADVICE = (
+    "a job is requeueable when submitted with --requeue (profiles/slurm sets the plugin's "
+    "`requeue: true` for that) or when the cluster's slurm.conf has JobRequeue=1 (the default); "
+    "ask your site which applies"
+)
+
+
+def requeue_job(
+    checkpoints: Path | None = None, env: Mapping[str, str] | None = None
+) -> tuple[bool, str]:
     """Requeue the Slurm job this process runs in (it restarts from its batch script, here: the
-    same rule, which resumes); False outside Slurm or when Slurm refuses (``--no-requeue``).
-    With ``checkpoints``, the requeue is counted in its :data:`REQUEUES` record first (Slurm
-    ends the job at once), and uncounted when Slurm refuses."""
+    same rule, which resumes). Returns whether it did and, when not, why in a sentence (outside
+    Slurm; Slurm refusing, its message quoted with what makes a job requeueable). With
+    ``checkpoints``, the requeue is counted in its :data:`REQUEUES` record first (Slurm ends the
+    job at once), and uncounted when Slurm refuses."""
     env = os.environ if env is None else env
     job = env.get("SLURM_JOB_ID")
     if not job:
-        return False
+        return False, "not a Slurm job"
     record = read_requeues(checkpoints) if checkpoints else None
     if checkpoints and record is not None:
         write_requeues(checkpoints, {**record, "requeues": record["requeues"] + 1})
     try:
         slurm_output(["scontrol", "requeue", job])
-    except StageError:
+    except StageError as err:
         if checkpoints and record is not None:
             write_requeues(checkpoints, record)
-        return False
-    return True
+        return False, f"Slurm refused to requeue job {job} ({err}); {REQUEUE_ADVICE}"
+    return True, ""
 
 
 REQUEUES = "vlrl_requeues.json"
@@ -204,9 +227,10 @@ def stop_on_signals(forward: bool = False, grace_s: float | None = None) -> Iter
     and stop after its step (:func:`stop_requested`) instead of ending the process.
 
     Args:
-        forward: also send SIGURG to the process groups this process leads a child of (the
-            ranks' torchrun, :func:`vlrl.cluster.launch.run_group`), for a signal sent to this
-            process alone (``kill``); under Slurm every process of the step gets it anyway.
+        forward: also send SIGURG to every descendant of this process (torchrun and its ranks,
+            which torchrun starts in sessions of their own), for a signal that reached this
+            process alone (``kill``, or Slurm under ``proctrack/cgroup``:
+            :mod:`vlrl.cluster.relay`).
         grace_s: after a first SIGTERM, raise SystemExit (status 143, as the CLI does on
             SIGTERM) once this long has passed, or at a second SIGTERM; None: never.
     """
@@ -221,7 +245,7 @@ def stop_on_signals(forward: bool = False, grace_s: float | None = None) -> Iter
         global _requested
         _requested = _requested or signal.Signals(signum).name
         if forward:
-            _forward(signal.SIGURG)
+            signal_descendants(signal.SIGURG)
         if signum == signal.SIGTERM and grace_s is not None:
             terms.append(signum)
             if len(terms) > 1:
@@ -239,15 +263,3 @@ def stop_on_signals(forward: bool = False, grace_s: float | None = None) -> Iter
         signal.signal(signal.SIGALRM, alarm)
         for sig, handler in before.items():
             signal.signal(sig, handler)
-
-
-def _forward(sig: int) -> None:
-    """Send ``sig`` to each process group led by a child of this process."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil comes with accelerate
-        return
-    for child in psutil.Process().children():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            if os.getpgid(child.pid) == child.pid:
-                os.killpg(child.pid, sig)

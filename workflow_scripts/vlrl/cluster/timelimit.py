@@ -1,16 +1,17 @@
 """Stopping a training run before its job's time limit or on a stop signal, with a checkpoint to
 resume from.
 
-A Slurm job killed at its limit loses everything since its last checkpoint, and a run longer than
-any one job's limit never ends. So the GRPO stage reads its job's time left when it starts
+A Slurm job killed at its limit loses everything since its last checkpoint, and a run longer
+than any one job's limit never ends. So the GRPO stage reads its job's time left when it starts
 (:func:`vlrl.cluster.preemption.stop_time`), and :class:`StopBeforeLimit` ends training at the
-first step after which the time left is under ``grpo.stop_margin_s`` plus two of the
-longest steps seen, or after the step in which a process got a stop signal (Slurm's signal
-before the limit, preemption, ``scancel --signal=URG``:
-:func:`vlrl.cluster.preemption.stop_on_signals`): the trainer saves a checkpoint there and stops.
-Every process decides together (the decision is all-reduced), so all ranks stop after the same step,
-also when only one got the signal. The stage then requeues its job (or, outside Slurm, asks to be
-rerun), and the next run resumes from the checkpoint.
+first step after which the time left is under ``grpo.stop_margin_s`` plus two of the longest
+steps seen (timed from the start of the first step: loading the model, starting DeepSpeed or
+vLLM before it is no step), or after the step in which a process got a stop signal (Slurm's
+signal before the limit, preemption, ``scancel --signal=URG``:
+:func:`vlrl.cluster.preemption.stop_on_signals`): the trainer saves a checkpoint there and
+stops. Every process decides together (the decision is all-reduced), so all ranks stop after the
+same step, also when only one got the signal. The stage then requeues its job (or, outside
+Slurm, asks to be rerun), and the next run resumes from the checkpoint.
 """
 
 from __future__ import annotations
@@ -50,12 +51,17 @@ class StopBeforeLimit(TrainerCallback):
         self.stop_at = stop_at
         self.stopped_at: int | None = None
         self.stopped_by: str | None = None
-        self._last = time.time()
+        self._last: float | None = None
         self._longest = 0.0
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self._last is None:  # the clock starts with the first step, not with the set-up
+            self._last = time.time()
+        return control
 
     def on_step_end(self, args, state, control, **kwargs):
         now = time.time()
-        self._longest = max(self._longest, now - self._last)
+        self._longest = max(self._longest, now - (self._last if self._last is not None else now))
         self._last = now
         if state.global_step >= state.max_steps:
             return control  # the last step: the run ends here anyway

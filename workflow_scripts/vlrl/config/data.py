@@ -187,6 +187,15 @@ class HubModelConfig(Section):
         return self
 
 
+class AttentionHeads(Section):
+    """A model's attention heads as its ``config.json`` states them: tensor parallelism (vLLM)
+    shards them over the GPUs of one engine."""
+
+    text: PositiveInt = Field(description="num_attention_heads of the language model")
+    text_kv: PositiveInt = Field(description="num_key_value_heads of the language model")
+    vision: PositiveInt | None = Field(None, description="vision_config.num_heads")
+
+
 class ModelConfig(Section):
     """A base model, ``config/models/<name>.yaml``: shared by experiments, built once under
     ``resources/models/<name>/``."""
@@ -204,6 +213,19 @@ class ModelConfig(Section):
     size_bytes: int | None = Field(
         None, ge=0, description="What the download weighs, where the hub page states it."
     )
+    attention_heads: AttentionHeads | None = Field(
+        None,
+        description="The hub model's attention heads (its config.json), which vlrl check holds "
+        "every vLLM engine's tensor parallelism to; the tiny model's come from its shape.",
+    )
+
+    def heads(self) -> AttentionHeads | None:
+        """The model's attention heads: stated for a hub model, from its shape for the tiny one."""
+        if self.builder == "tiny":
+            return AttentionHeads(
+                text=self.tiny.num_attention_heads, text_kv=self.tiny.num_key_value_heads
+            )
+        return self.attention_heads
 
     @model_validator(mode="after")
     def _hf_needs_repo(self) -> ModelConfig:

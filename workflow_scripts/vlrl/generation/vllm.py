@@ -8,6 +8,7 @@ from typing import Any
 from PIL import Image
 
 from vlrl.config import InferConfig
+from vlrl.config.data import AttentionHeads
 from vlrl.core.errors import StageError
 
 DEFAULT_MAX_IMAGES = 4
@@ -87,3 +88,34 @@ def _with_pil(
         ]
         out.append({**message, "content": content})
     return out
+
+
+def tensor_parallel_problem(size: int, heads: AttentionHeads) -> str | None:
+    """Why vLLM cannot shard a model with ``heads`` over ``size`` GPUs, or None. vLLM (0.31)
+    requires the attention heads to divide evenly (``ModelConfig.verify_with_parallel_config``),
+    the key/value heads to divide by the size or the size by them (``QKVParallelLinear``
+    replicates them), and the vision encoder's heads to divide evenly (``dist_utils.divide``).
+
+    >>> qwen7b = AttentionHeads(text=28, text_kv=4, vision=16)  # Qwen2.5-VL-7B
+    >>> tensor_parallel_problem(8, qwen7b).split("; ")[1]
+    'vLLM refuses it at start. Sizes that can: 1, 2, 4'
+    >>> tensor_parallel_problem(6, AttentionHeads(text=16, text_kv=2)).split(";")[0]
+    'tensor parallelism over 6 GPUs cannot split 16 attention heads (2 key/value) evenly'
+    >>> tensor_parallel_problem(4, qwen7b) is None
+    True
+    """
+
+    def fits(tp: int) -> bool:
+        kv_ok = heads.text_kv % tp == 0 or tp % heads.text_kv == 0
+        vision_ok = heads.vision is None or heads.vision % tp == 0
+        return heads.text % tp == 0 and kv_ok and vision_ok
+
+    if fits(size):
+        return None
+    sizes = ", ".join(str(tp) for tp in range(1, heads.text + 1) if fits(tp))
+    vision = f", {heads.vision} in the vision encoder" if heads.vision else ""
+    return (
+        f"tensor parallelism over {size} GPUs cannot split {heads.text} attention heads "
+        f"({heads.text_kv} key/value{vision}) evenly; vLLM refuses it at start. Sizes that can: "
+        f"{sizes}"
+    )

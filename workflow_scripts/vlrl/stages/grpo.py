@@ -46,11 +46,13 @@ from vlrl.cluster.distributed import (
     Topology,
     deepspeed_env,
     rendezvous_for,
+    stage_step_command,
     topology,
     torchrun_command,
 )
 from vlrl.cluster.launch import run_group
 from vlrl.cluster.preemption import STOP_AT_ENV, TERM_GRACE_S, stop_on_signals, stop_time
+from vlrl.cluster.relay import RELAYED_ENV
 from vlrl.cluster.threads import cpu_kernel_report
 from vlrl.config import ExperimentConfig, GRPOConfig
 from vlrl.config.keys import assign, select
@@ -61,37 +63,6 @@ from vlrl.core.files import atomic_dir, write_json
 from vlrl.items.records import read_records
 
 log = logging.getLogger(__name__)
-
-FINGERPRINT = "vlrl_fingerprint.txt"
-
-
-def resume_point(
-    checkpoints: Path,
-    fingerprint: str,
-    enabled: bool,
-    deepspeed: bool = False,
-    ranks: int | None = None,
-) -> str | None:
-    """The newest complete checkpoint of an interrupted run with the same fingerprint, or None
-    (:func:`vlrl.cluster.checkpoints.newest_complete`: one whose save was cut short is removed;
-    under DeepSpeed, one lacking a file of any of the ``ranks``).
-
-    A checkpoint directory left by a different configuration is cleared rather than resumed.
-    """
-    stamp = checkpoints / FINGERPRINT
-    if checkpoints.is_dir() and (
-        not enabled or not stamp.is_file() or stamp.read_text() != fingerprint
-    ):
-        log.info("grpo: clearing %s (another configuration or resume off)", checkpoints)
-        shutil.rmtree(checkpoints)
-    checkpoints.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(fingerprint)
-    last = ckpt.newest_complete(checkpoints, deepspeed=deepspeed, ranks=ranks)
-    if last is None:
-        return None
-    log.info("grpo: resuming from %s", last)
-    return str(last)
-
 
 OPERATIONAL = ("resume", "stop_margin_s", "max_requeues", "save_steps", "save_total_limit")
 """grpo keys that change how a run checkpoints and requeues, not what it trains: changing one
@@ -120,6 +91,33 @@ def fingerprint(exp: str, cfg: ExperimentConfig, start: Path) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def job_step(cfg: ExperimentConfig, argv: list[str], env=None) -> list[str] | None:
+    """The command that reruns ``vlrl <argv>`` (this stage) in a job step of its own under the
+    relay, when it runs in a Slurm job outside one; None: run here.
+
+    Slurm delivers stop signals (the time limit's, preemption's) to a step's first process only
+    on most clusters (``proctrack/cgroup``), and the first process of the step Snakemake's
+    Slurm executor starts is Snakemake: the relay passes them on to the stage and its ranks
+    (:mod:`vlrl.cluster.relay`).
+
+    Raises:
+        StageError: a Slurm job without ``srun`` (a container without the Slurm client).
+    """
+    env = os.environ if env is None else env
+    job = env.get("SLURM_JOB_ID")
+    if not job or RELAYED_ENV in env:
+        return None
+    if not shutil.which("srun", path=env.get("PATH")):
+        raise StageError(
+            f"grpo runs in Slurm job {job} but srun is not on PATH, so it cannot start its "
+            "training where Slurm's stop signals reach it. Inside a container, bind the Slurm "
+            'client and its configuration in (README, "Run on a cluster")'
+        )
+    split = grpo_servers.gpu_split(cfg)
+    topo = topology(cfg.resources.grpo, cfg.grpo.processes, split.reserved, cfg.cpu_threads)
+    return stage_step_command(topo, argv, job)
+
+
 def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     """Train ``results/<exp>/grpo`` with TRL GRPO, in the processes of ``resources.grpo`` (one per
     GPU, else ``grpo.processes`` on CPU; :mod:`vlrl.cluster.distributed`).
@@ -146,11 +144,11 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
 
         # DeepSpeed's CPU accelerator where no CUDA device is; the ranks inherit it
         os.environ.update(deepspeed_env(torch.cuda.is_available()))
-    topo = topology(cfg.resources.grpo, cfg.grpo.processes, split.reserved)
+    topo = topology(cfg.resources.grpo, cfg.grpo.processes, split.reserved, cfg.cpu_threads)
     checkpoints = paths.grpo_checkpoints_dir(exp)
     deepspeed = cfg.grpo.deepspeed is not None
-    resume_from = resume_point(
-        checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume, deepspeed, topo.world_size
+    resume_from = ckpt.resume_point(
+        checkpoints, fingerprint(exp, cfg, start), cfg.grpo.resume, deepspeed, topo
     )
     preemption.record_start(
         checkpoints, ckpt.checkpoint_step(Path(resume_from)) if resume_from else 0
@@ -203,16 +201,25 @@ def _stopped(times: dict[str, Any], cfg: GRPOConfig, checkpoints: Path, ranks: i
     refusal = preemption.requeue_refusal(record, reached, cfg.max_requeues)
     if refusal:
         raise StageError(f"{what}; not requeued: {refusal}")
-    requeued = preemption.requeue_job(checkpoints)  # Slurm then ends this job (SIGTERM)
-    raise StageError(
-        f"{what}, with a checkpoint in {checkpoints}; "
-        + (
+    if "SLURM_JOB_ID" in os.environ:  # said first: the requeue ends this job at once (SIGTERM)
+        log.warning(
+            "%s, with a checkpoint in %s; requeuing the Slurm job (time %d of at most %d)",
+            what,
+            checkpoints,
+            record["requeues"] + 1,
+            cfg.max_requeues,
+        )
+    requeued, why_not = preemption.requeue_job(checkpoints)
+    if requeued:
+        then = (
             f"the Slurm job is requeued (time {record['requeues'] + 1} of at most "
             f"{cfg.max_requeues}) and resumes from it"
-            if requeued
-            else "rerun the stage to resume from it"
         )
-    )
+    elif "SLURM_JOB_ID" in os.environ:
+        then = f"not requeued: {why_not}. Rerun the stage to resume from it"
+    else:
+        then = "rerun the stage to resume from it"
+    raise StageError(f"{what}, with a checkpoint in {checkpoints}; {then}")
 
 
 def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -> dict[str, Any]:

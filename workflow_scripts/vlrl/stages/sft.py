@@ -243,7 +243,7 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         args = train_args(cfg.sft, model_dir, final / WORK, final, cfg.seed, media_dir=data_dir)
         (work / "train.yaml").write_text(yaml.safe_dump(args, sort_keys=False))
         overrides = [f"output_dir={out}", f"dataset_dir={work}"]
-        topo = topology(cfg.resources.sft, cfg.sft.processes)
+        topo = topology(cfg.resources.sft, cfg.sft.processes, cpu_threads=cfg.cpu_threads)
         cmd, launch_env = llamafactory_command(
             topo,
             cli,

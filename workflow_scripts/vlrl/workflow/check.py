@@ -188,7 +188,36 @@ def experiment_problems(name: str, overrides: list[str] | None = None) -> tuple[
         return None, _lines(exc)
     problems = registry_problems(cfg, path) + reward_problems(cfg, path)
     problems += published_problems(cfg, path) + extra_problems(cfg, path)
+    problems += parallel_problems(cfg, path)
     return (None if problems else cfg), problems
+
+
+def parallel_problems(cfg: Any, source: Path | str) -> list[str]:
+    """The vLLM engines of the experiment whose tensor parallelism the base model's attention
+    heads cannot take (:func:`vlrl.generation.vllm.tensor_parallel_problem`): each would fail
+    at start, after the jobs before it ran."""
+    from vlrl.config import load_model
+    from vlrl.generation.vllm import tensor_parallel_problem
+
+    try:
+        heads = load_model(cfg.base_model).heads()
+    except ConfigError:  # the model file's own problems are listed with the models
+        return []
+    if heads is None:
+        return []
+    grpo = cfg.grpo
+    engines = {}
+    if cfg.benchmarks and cfg.infer.backend == "vllm":
+        engines["resources.infer.gpus"] = max(1, cfg.resources.infer.gpus)
+    if grpo.enabled and grpo.use_vllm and grpo.vllm_mode == "colocate":
+        engines["grpo.vllm_tensor_parallel_size"] = grpo.vllm_tensor_parallel_size
+    if grpo.enabled and grpo.use_vllm and grpo.vllm_mode == "server":
+        engines["grpo.vllm_server_gpus"] = max(1, grpo.vllm_server_gpus)
+    return [
+        f"{source}: {key}: {problem} (base model {cfg.base_model})"
+        for key, size in engines.items()
+        if (problem := tensor_parallel_problem(size, heads))
+    ]
 
 
 def extra_problems(cfg: Any, source: Path | str) -> list[str]:

@@ -18,7 +18,7 @@ neither of the first two is then refused when the DAG is built, naming the keys 
 
 from __future__ import annotations
 
-from vlrl.cluster.distributed import processes_per_node
+from vlrl.cluster.distributed import node_cpus, processes_per_node
 from vlrl.config import ExperimentConfig
 from vlrl.core.errors import ConfigError
 from vlrl.generation import generating_processes
@@ -58,13 +58,13 @@ def stage_threads(cfg: ExperimentConfig, stage: str, cores: int | None) -> int:
     Raises:
         ConfigError: a training or inference stage sized by nothing, and no core count.
     """
-    cpus = getattr(cfg.resources, stage).cpus
+    resources = getattr(cfg.resources, stage)
+    if resources.cpus is None and stage not in WHOLE_MACHINE_STAGES:
+        return 1
+    # the rule each node's srun of the stage follows too
+    cpus = node_cpus(resources, processes(cfg, stage), cfg.cpu_threads)
     if cpus is not None:
         return cpus
-    if stage not in WHOLE_MACHINE_STAGES:
-        return 1
-    if cfg.cpu_threads is not None:
-        return cfg.cpu_threads * processes(cfg, stage)
     if cores is None:
         raise ConfigError(_unsized_message([stage]))
     return cores

@@ -1,0 +1,60 @@
+"""vlrl.cluster.timelimit: when training stops before its job's limit. The steps are timed from
+the start of the first one, so the set-up before it (loading, DeepSpeed, vLLM) counts as none."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import TrainerControl, TrainerState, TrainingArguments
+
+from vlrl.cluster import timelimit
+from vlrl.cluster.timelimit import StopBeforeLimit
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture()
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(timelimit.time, "time", clock)
+    monkeypatch.setattr(timelimit, "stop_requested", lambda: None)
+    return clock
+
+
+def _steps(stopper: StopBeforeLimit, clock: Clock, seconds: list[float]) -> int | None:
+    args = TrainingArguments(output_dir="/tmp/unused", use_cpu=True, report_to=[])
+    state = TrainerState(max_steps=100)
+    for step, duration in enumerate(seconds, start=1):
+        control = TrainerControl()
+        stopper.on_step_begin(args, state, control)
+        clock.now += duration
+        state.global_step = step
+        stopper.on_step_end(args, state, control)
+        if control.should_training_stop:
+            assert control.should_save
+            return step
+    return None
+
+
+def test_set_up_before_the_first_step_is_not_a_step(clock: Clock) -> None:
+    """Ten minutes of set-up and 10 s steps, 300 s left at the start of training: the run takes
+    steps until two of them would overrun, not one step as if the first had taken 610 s."""
+    stopper = StopBeforeLimit(stop_at=clock.now + 600 + 300)
+    clock.now += 600  # model loading, DeepSpeed and vLLM start-up
+    stopped = _steps(stopper, clock, [10.0] * 40)
+    assert stopped == 28  # 1600 + 28 x 10 + 2 x 10 = 1900: the stop time
+    assert stopper.stopped_by == "before the job's time limit"
+
+
+def test_the_longest_step_sets_the_margin(clock: Clock) -> None:
+    stopper = StopBeforeLimit(stop_at=clock.now + 100)
+    assert _steps(stopper, clock, [10.0, 30.0, 5.0, 5.0]) == 2  # 1040 + 2 x 30 >= 1100
+
+
+def test_no_limit_never_stops(clock: Clock) -> None:
+    assert _steps(StopBeforeLimit(stop_at=None), clock, [10.0] * 5) is None
