@@ -242,23 +242,25 @@ def resume_point(
     enabled: bool,
     deepspeed: bool = False,
     topo: Topology | None = None,
+    stage: str = "grpo",
 ) -> str | None:
     """The newest complete checkpoint of an interrupted run with the same fingerprint, or None
     (:func:`newest_complete`: one whose save was cut short, or lacks
     a file of one of the ranks of ``topo``, is removed).
 
     A checkpoint directory left by a different configuration is cleared rather than resumed;
-    one written under another topology is set aside (:func:`set_aside`).
+    one written under another topology is set aside (:func:`set_aside`). ``stage`` names the
+    stage in the log lines.
     """
     stamp = checkpoints / FINGERPRINT
     if checkpoints.is_dir() and (
         not enabled or not stamp.is_file() or stamp.read_text() != fingerprint
     ):
-        log.info("clearing %s (another configuration or resume off)", checkpoints)
+        log.info("%s: clearing %s (another configuration or resume off)", stage, checkpoints)
         shutil.rmtree(checkpoints)
     layout = topology_label(topo.nodes, topo.processes_per_node) if topo else None
-    if layout and set_aside(checkpoints, layout):
-        checkpoints.mkdir(parents=True)
+    if layout:
+        set_aside(checkpoints, layout)
     checkpoints.mkdir(parents=True, exist_ok=True)
     stamp.write_text(fingerprint)
     if layout:
@@ -267,5 +269,5 @@ def resume_point(
     last = newest_complete(checkpoints, deepspeed=deepspeed, ranks=ranks)
     if last is None:
         return None
-    log.info("resuming from %s", last)
+    log.info("%s: resuming from %s", stage, last)
     return str(last)

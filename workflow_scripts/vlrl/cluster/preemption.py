@@ -4,7 +4,7 @@ A resumable stage stops, with a checkpoint, after the step in which either comes
 
 - its stop time: the job's time left, read once when the stage starts (:func:`stop_time`);
 - a stop signal: SIGURG, SIGUSR1 or SIGTERM (:func:`stop_on_signals`; a second SIGTERM, or
-  :data:`TERM_GRACE_S` after the first, ends the stage at once as before).
+  :data:`~vlrl.cluster.relay.TERM_GRACE_S` after the first, ends the stage at once as before).
 
 Which signal Slurm sends: :func:`signal_option`. A Snakemake job runs under Slurm as
 ``sh`` (the batch script) → snakemake → ``srun`` → snakemake → bash → ``vlrl grpo``, which
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vlrl.cluster.distributed import slurm_output
-from vlrl.cluster.relay import signal_descendants
+from vlrl.cluster.relay import STOP_SIGNALS, signal_descendants
 from vlrl.core.errors import StageError
 
 log = logging.getLogger(__name__)
@@ -193,13 +193,8 @@ def requeue_refusal(
     return None
 
 
-STOP_SIGNALS = (signal.SIGURG, signal.SIGUSR1, signal.SIGTERM)
-"""Signals on which a resumable stage's training processes checkpoint and stop."""
 SLURM_SIGNAL = "URG"
 """The signal Slurm sends before the time limit (:func:`signal_option`)."""
-TERM_GRACE_S = 120
-"""How long a stage gets after SIGTERM to checkpoint and stop before it ends without one (Slurm
-kills a job KillWait seconds, often 30, after its SIGTERM anyway)."""
 
 _requested: str | None = None
 

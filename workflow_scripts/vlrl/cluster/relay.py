@@ -36,12 +36,14 @@ RELAYED_ENV = "VLRL_RELAYED"
 stop signals however the cluster delivers them."""
 
 STOP_SIGNALS = (signal.SIGURG, signal.SIGUSR1, signal.SIGTERM)
-"""Signals the relay turns into a stop request for every descendant (the stage's own set,
-:data:`vlrl.cluster.preemption.STOP_SIGNALS`)."""
+"""Signals on which a resumable stage's training processes checkpoint and stop, and that the
+relay turns into a stop request for every descendant (:mod:`vlrl.cluster.preemption` uses
+these; declared here, the module without vlrl imports)."""
 
 TERM_GRACE_S = 120
-"""After a SIGTERM, how long the run gets to checkpoint before the relay passes SIGTERM on
-(:data:`vlrl.cluster.preemption.TERM_GRACE_S`)."""
+"""How long a stage gets after SIGTERM to checkpoint and stop before it ends without one, and
+after which the relay passes SIGTERM on (Slurm kills a job KillWait seconds, often 30, after
+its SIGTERM anyway)."""
 
 
 def descendants(pid: int | None = None) -> list[int]:

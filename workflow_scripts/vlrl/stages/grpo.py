@@ -51,8 +51,8 @@ from vlrl.cluster.distributed import (
     torchrun_command,
 )
 from vlrl.cluster.launch import run_group
-from vlrl.cluster.preemption import STOP_AT_ENV, TERM_GRACE_S, stop_on_signals, stop_time
-from vlrl.cluster.relay import RELAYED_ENV
+from vlrl.cluster.preemption import STOP_AT_ENV, stop_on_signals, stop_time
+from vlrl.cluster.relay import RELAYED_ENV, TERM_GRACE_S
 from vlrl.cluster.threads import cpu_kernel_report
 from vlrl.config import ExperimentConfig, GRPOConfig
 from vlrl.config.keys import assign, select
