@@ -5,7 +5,10 @@
 #   snakemake --profile profiles/slurm            # the same DAG on a Slurm cluster
 #   snakemake -n --config 'experiments=[name]'    # one experiment, dry run
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
+
+from vlrl.workflow.check import params_problems
 
 min_version("9.27")
 
@@ -13,7 +16,10 @@ min_version("9.27")
 configfile: "params.yaml"
 
 
-validate(config, "config/schema/params.schema.yaml")
+# One line per problem, with a "did you mean" (Snakemake's own validation prints the schema).
+if problems := params_problems(config, "params.yaml"):
+    raise WorkflowError("\n".join(problems))
+validate(config, "config/schema/params.schema.yaml")  # fills in the schema's defaults
 
 
 include: "rules/common.smk"

@@ -247,6 +247,25 @@ def get_report_published(wildcards):
     return list(dict.fromkeys(rel(reference_file(link.reference)) for link in cfg.report.published))
 
 
+def get_report_training(wildcards):
+    """The records an experiment trains on: the report's answer prior (vlrl.reporting.blind)
+    answers each test item with their most common answer; none when it trains nothing."""
+    cfg = experiment(wildcards.exp)
+    return [str(sharing.data_dir(wildcards.exp))] if cfg.sft.enabled or cfg.grpo.enabled else []
+
+
+def get_report_parent_scores(wildcards):
+    """A child's report pairs its scores with its parent's (extends:): the parent's scores files
+    of the benchmarks and checkpoints both evaluate; none for an experiment with no parent."""
+    from vlrl.reporting.experiments import parent_pairs
+
+    cfg = experiment(wildcards.exp)
+    if not cfg.extends:
+        return []
+    pairs = parent_pairs(wildcards.exp, cfg, experiment(cfg.extends))
+    return list(dict.fromkeys(str(parent_file) for *_, parent_file in pairs))
+
+
 def get_report_provenance(wildcards):
     """What the report's provenance reads: the resolved params of the base model and of the
     benchmarks' datasets, brought up to date as for their own stages."""

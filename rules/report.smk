@@ -1,7 +1,8 @@
 # Report: tables, plots, a sample gallery and metrics.json (for `dvc exp show`) of one
 # experiment (vlrl/stages/report.py). Besides the scores, it reads the predictions and the
 # benchmarks' images (the gallery), the GRPO output (training curves), the published tables it
-# links and what its provenance section shows.
+# links, what its provenance section shows, the training records (its answer prior), and for a
+# child experiment (extends:) its parent's scores, to pair with its own.
 
 
 rule report:
@@ -11,6 +12,8 @@ rule report:
         bench=get_report_benchmarks,
         curves=get_report_curves,
         published=get_report_published,
+        parent=get_report_parent_scores,
+        training=get_report_training,
         provenance=get_report_provenance,
         code=code("report"),
         params=stage_params("report"),

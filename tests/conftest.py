@@ -97,7 +97,7 @@ def length_reward(monkeypatch: pytest.MonkeyPatch) -> str:
     for one test and returns its name."""
     from vlrl import rewards
 
-    monkeypatch.setitem(rewards.REGISTRY, "test.length", _length_reward)
+    monkeypatch.setitem(rewards.REGISTERED, "test.length", _length_reward)
     return "test.length"
 
 

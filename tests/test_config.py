@@ -201,6 +201,13 @@ def test_malformed_config_names_file_and_key(
     problems = _problems(project, kind, text)
     where = f"{project / file}: {key}: "
     named = [line for line in problems if line.startswith(where)]
+    if kind == "set":
+        # a key the --set set is blamed on the --set; one the file set (a limit the --set broke
+        # elsewhere) on the file, with the --set named
+        named = [line.replace(where, f"--set: {key}: ") for line in named]
+        assert all(line.endswith(f" (with --set {text})") for line in named), named
+        named += [line for line in problems if line.startswith(f"--set: {key}: ")]
+        where = f"--set: {key}: "
     assert named, f"no problem at {where!r} in {problems}"
     assert any(says in line for line in named), named
 
@@ -256,9 +263,12 @@ def test_shipped_configs_are_valid(project: Path) -> None:
         load_model(path.stem)
 
 
-def test_missing_experiment_lists_known(project: Path) -> None:
-    with pytest.raises(ConfigError, match="tiny_shapes"):
+def test_missing_experiment_suggests_or_counts_the_known(project: Path) -> None:
+    with pytest.raises(ConfigError, match=r"'tiny_shape'; did you mean 'tiny_shapes'"):
+        load_experiment("tiny_shape")
+    with pytest.raises(ConfigError, match=r"'nope'; \d+ known, in .*config/experiments/$") as err:
         load_experiment("nope")
+    assert "tiny_shapes" not in str(err.value).split("known")[1]  # not the whole list
 
 
 def test_not_a_mapping(project: Path) -> None:

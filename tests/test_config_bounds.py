@@ -56,6 +56,10 @@ BOUNDS: list[tuple[str, str, str, int | float]] = [
     ("AttentionHeads", "text", "gt", 0),
     ("AttentionHeads", "text_kv", "gt", 0),
     ("AttentionHeads", "vision", "gt", 0),
+    ("TextShape", "hidden_size", "gt", 0),
+    ("TextShape", "num_hidden_layers", "gt", 0),
+    ("TextShape", "intermediate_size", "gt", 0),
+    ("TextShape", "vocab_size", "gt", 0),
     ("TinyModelConfig", "hidden_size", "gt", 0),
     ("TinyModelConfig", "intermediate_size", "gt", 0),
     ("TinyModelConfig", "num_hidden_layers", "gt", 0),
@@ -339,6 +343,12 @@ ENDPOINT = {"base_url": "http://127.0.0.1:1/v1", "model": "m"}
 BASES: dict[str, dict[str, Any]] = {
     "DataSource": {"dataset": "d", "split": "train"},
     "AttentionHeads": {"text": 16, "text_kv": 2},
+    "TextShape": {
+        "hidden_size": 2048,
+        "num_hidden_layers": 36,
+        "intermediate_size": 11008,
+        "vocab_size": 151936,
+    },
     "HubModelConfig": {"repo_id": "o/n", "unpinned": "no public commit"},
     "DatasetConfig": {"repo_id": "o/n", "revision": "0" * 40},
     "EndpointConfig": ENDPOINT,

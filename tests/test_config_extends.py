@@ -74,7 +74,7 @@ def test_chains_resolve_and_name_their_files(project: Path) -> None:
             {"a": "extends: b\n", "b": "extends: a\n"},
             r"b\.yaml: extends: 'a' extends this file again \(.*a\.yaml → .*b\.yaml → .*a\.yaml\)",
         ),
-        ({"a": "extends: nowhere\n"}, r"a\.yaml: extends: no experiment 'nowhere'; known: \["),
+        ({"a": "extends: nowhere\n"}, r"a\.yaml: extends: no experiment 'nowhere'; \d+ known, in "),
         ({"a": "extends: [b]\n"}, r"a\.yaml: extends: must be an experiment name"),
     ],
 )
@@ -83,6 +83,18 @@ def test_a_bad_parent_is_named(project: Path, files: dict[str, str], message: st
         write(project, name, text + "base_model: tiny-qwen2.5-vl\nbenchmarks: [shapes_test]\n")
     with pytest.raises(ConfigProblems, match=message):
         load_experiment("a")
+
+
+def test_a_missing_parent_is_the_only_problem(project: Path) -> None:
+    """`extends: tiny_shape` is one problem with a suggestion, not also the keys the missing
+    parent would have given (base_model, benchmarks: Field required)."""
+    write(project, "a", "extends: tiny_shape\n")
+    with pytest.raises(ConfigProblems) as caught:
+        load_experiment("a")
+    assert len(caught.value.problems) == 1, caught.value.problems
+    assert caught.value.problems[0].endswith(
+        "extends: no experiment 'tiny_shape'; did you mean 'tiny_shapes' or 'tiny_shapes_satori'?"
+    )
 
 
 def test_a_problem_names_the_file_that_set_the_key(project: Path) -> None:
@@ -139,4 +151,9 @@ def test_show_gives_each_value_its_origin(project: Path) -> None:
     assert rows["grpo.epsilon"].origin == "default"
     text = show.render("child", only_set=True)
     assert "files: config/experiments/child.yaml ← config/experiments/parent.yaml" in text
-    assert "grpo.epsilon" not in text and "[UNKNOWN in the sources]" in text
+    # a child's --only-set is what differs from its parent: its own file's keys and --sets
+    assert "grpo.learning_rate = 2e-06  (config/experiments/child.yaml:3)" in text
+    assert "grpo.epsilon" not in text and "grpo.beta" not in text
+    assert "parent.yaml:" not in text.split("\n", 2)[2]
+    parent_text = show.render("parent", only_set=True)
+    assert "grpo.beta" in parent_text and "[UNKNOWN in the sources]" in parent_text

@@ -38,6 +38,7 @@ EXPENSIVE = (
     "dvc repro",
     "dvc exp run",
     "vlrl rescore",  # reads the predictions `make run` writes: tests/stages/test_score.py
+    "vlrl compare",  # needs the child's run: tests/pipeline/test_sharing_pipeline.py
     "vlrl pin",  # asks the hub (tests/workflow/test_pin.py, against a local stand-in)
     "snakemake --profile",
     "snakemake --cores",
@@ -93,15 +94,29 @@ def test_cheap_command_runs_and_changes_no_tracked_file(clone: Project, command:
     assert status.strip() == "", f"`{command}` changed tracked files:\n{status}"
 
 
+def markdown_row(text: str, first: str) -> dict[str, str]:
+    """The row of a Markdown table (``--md``) whose first cell is ``first``, by column: whole
+    cells, which the test would see cut (``…``) if the command fitted them to a terminal."""
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.startswith("|") and not set(line) <= set("|-: ")
+    ]
+    header = rows[0]
+    row = next(r for r in rows[1:] if r[0] == first)
+    assert "…" not in "".join(row)
+    return dict(zip(header, row, strict=True))
+
+
 def test_the_comparison_shows_the_headline_metrics_in_a_fresh_clone(clone: Project) -> None:
     """The README's `dvc exp show` prints, for the committed workspace, each checkpoint's
     accuracy on each benchmark as results/<exp>/metrics.json has it, and no other column (it
     printed an empty table while its --keep matched no column: DVC matches from the start)."""
     command = next(c for c in COMMANDS if c.startswith("dvc exp show"))
-    lines = [line.split() for line in clone(*shlex.split(command)).splitlines()]
-    header = next(words for words in lines if words[:2] == ["Experiment", "Created"])
-    workspace = next(words for words in lines if words[:1] == ["workspace"])
-    shown = dict(zip(header[2:], workspace[2:], strict=True))
+    shown = markdown_row(clone(*shlex.split(command)), "workspace")
+    header = list(shown)
+    assert header[:2] == ["Experiment", "Created"], header
+    shown = {name: value for name, value in shown.items() if name not in header[:2]}
     committed = {
         f"{bench}.{checkpoint}.accuracy": values["accuracy"]
         for path in sorted(clone.root.glob("results/*/metrics.json"))

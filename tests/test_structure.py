@@ -34,8 +34,10 @@ MAX_LOOSE_MODULES = 5
 
 def _imports(module: str) -> set[str]:
     """What ``module`` imports, package faces (``vlrl.x`` for ``vlrl.x.__init__``) left out
-    when the import names a module below them."""
-    found = stage_deps.imported_modules(module, ROOT)
+    when the import names a module below them. A module named to import when it runs (a
+    configured reward's builder, ``"vlrl.rewards.thinking:get_thinking_reward"``) is code of
+    the stage but no import: the registry resolves it at run time, after both are loaded."""
+    found = stage_deps.imported_modules(module, ROOT, by_name=False)
     return {m for m in found if not any(o.startswith(m + ".") for o in found)} - {module}
 
 

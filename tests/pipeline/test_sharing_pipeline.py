@@ -50,6 +50,8 @@ def test_the_child_has_only_the_stages_it_changes(family: Project) -> None:
     report_deps = stages[f"report--{CHILD}"]["deps"]
     assert f"results/{PARENT}/scores/sft/{BENCH}.json" in report_deps
     assert f"results/{CHILD}/scores/grpo/{BENCH}.json" in report_deps
+    # the child's report pairs its GRPO scores with its parent's
+    assert f"results/{PARENT}/scores/grpo/{BENCH}.json" in report_deps
 
 
 def test_both_tools_plan_only_the_child_and_it_reports_whole(family: Project) -> None:
@@ -73,6 +75,43 @@ def test_both_tools_plan_only_the_child_and_it_reports_whole(family: Project) ->
 
     assert "Nothing to be done" in family.snakemake("-n")
     assert "Data and pipelines are up to date" in family("dvc", "status")
+    _did_the_change_help(family, parent, child)
+
+
+def _did_the_change_help(family: Project, parent: dict, child: dict) -> None:
+    """The child's report and `vlrl compare` answer it: the child's GRPO against the parent's
+    on the same items, the shared base and SFT marked shared. Read through a pipe, the output
+    has whole rows and whole sentences."""
+    ours, theirs = child[BENCH]["grpo"]["accuracy"], parent[BENCH]["grpo"]["accuracy"]
+    rows = json.loads(family("vlrl", "compare", CHILD, PARENT, "--format", "json"))
+    by_model = {r["checkpoint"]: r for r in rows}
+    assert set(by_model) == {"base", "sft", "grpo"}
+    assert by_model["base"]["shared"] and by_model["sft"]["shared"]
+    grpo = by_model["grpo"]
+    assert not grpo["shared"] and grpo["file_b"] == f"results/{PARENT}/scores/grpo/{BENCH}.json"
+    assert grpo["accuracy_a"] == pytest.approx(ours) and grpo["accuracy_b"] == pytest.approx(theirs)
+    assert grpo["diff"] == pytest.approx(ours - theirs)
+    assert grpo["ci_low"] <= grpo["diff"] <= grpo["ci_high"]
+    worse_or_better = "better" if ours >= theirs else "worse"
+    expected = (
+        f"{CHILD}'s SFT+GRPO is {100 * abs(ours - theirs):.1f} points {worse_or_better} than "
+        f"{PARENT}'s on {BENCH}"
+    )
+    assert expected in grpo["sentence"]
+
+    table = family("vlrl", "compare", CHILD, PARENT)  # stdout is a pipe here
+    assert grpo["sentence"] in table  # one line, not cut or wrapped
+    assert "…" not in table
+    csv = family("vlrl", "compare", CHILD, PARENT, "-f", "csv").splitlines()
+    assert csv[0].startswith("benchmark,checkpoint,model,a,b,shared,n,") and len(csv) == 4
+
+    report = family.root / "reports" / CHILD
+    results = (report / "results.md").read_text()
+    assert f"## Against the parent, {PARENT}" in results
+    assert f"- {grpo['sentence']}" in results
+    assert "| shapes_test | SFT | shared | shared |" in results
+    saved = (report / "parent.csv").read_text().splitlines()
+    assert saved[0] == csv[0] and len(saved) == 4
 
 
 def test_a_change_that_unshares_sft_plans_it_in_both_tools(family: Project) -> None:

@@ -19,7 +19,7 @@ import random
 
 import pytest
 
-from vlrl.rewards import REGISTRY, ConfiguredReward, _math_verify, satori
+from vlrl.rewards import REGISTERED, ConfiguredReward, _math_verify, registry, satori
 
 SEEDS = range(120)
 GT_BOX = [0, 0, 10, 10]
@@ -226,12 +226,12 @@ def _ok(values: list) -> bool:
 def reward_names() -> list[str]:
     """Every registered reward but the configured ones (they call a server), then the
     configured variants of :data:`EXTRA`."""
-    functions = [n for n, entry in REGISTRY.items() if not isinstance(entry, ConfiguredReward)]
+    functions = [n for n, entry in registry().items() if not isinstance(entry, ConfiguredReward)]
     return sorted(functions) + sorted(EXTRA)
 
 
 def test_columns_name_registered_rewards() -> None:
-    assert not set(COLUMNS) - set(REGISTRY), "COLUMNS names a reward the registry does not have"
+    assert not set(COLUMNS) - set(registry()), "COLUMNS names a reward the registry does not have"
 
 
 def test_a_new_reward_needs_no_entry_here(monkeypatch) -> None:
@@ -241,14 +241,14 @@ def test_a_new_reward_needs_no_entry_here(monkeypatch) -> None:
         seen.append(problem_type[0])
         return [float(len(answer[0]))] * len(completions)
 
-    monkeypatch.setitem(REGISTRY, "family.new", new_reward)
+    monkeypatch.setitem(REGISTERED, "family.new", new_reward)
     assert "family.new" in reward_names()
     assert not _failures("family.new", TEXTS[:2])
     assert set(seen) == {t for t, _ in ACCURACY_ROWS}
 
 
 def _failures(name: str, texts: list[tuple[str, str]]) -> list[str]:
-    fn = EXTRA.get(name) or REGISTRY[name]
+    fn = EXTRA.get(name) or registry()[name]
     failures = []
     for columns in COLUMNS.get(name.split("[")[0], ROWS):
         for label, text in texts:

@@ -7,6 +7,8 @@ starts servers for. No endpoint is called here (building the thinking reward onl
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -52,12 +54,53 @@ def test_get_reward_returns_the_registered_function() -> None:
     assert get_reward("common.correct", GRPOConfig()) is common.correct_reward
 
 
-def test_get_reward_unknown_name_lists_the_known_ones() -> None:
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("common.acuracy", "unknown reward 'common.acuracy'; did you mean 'common.accuracy'?"),
+        (
+            "common.nope",
+            "unknown reward 'common.nope'; family common has "
+            "['common.accuracy', 'common.correct', 'common.format']",
+        ),
+        (
+            "nofamily.x",
+            "unknown reward 'nofamily.x'; the families are ['common', 'satori', 'sophiavl', "
+            "'vision_sr1', 'vlm_r1'] (names are <family>.<name>)",
+        ),
+        ("accuracy", "unknown reward 'accuracy'; the families are "),
+    ],
+)
+def test_an_unknown_reward_gets_the_closest_names_not_the_whole_registry(name, message) -> None:
     with pytest.raises(KeyError) as info:
-        get_reward("common.nope")
-    message = info.value.args[0]
-    assert message.startswith("unknown reward 'common.nope'; known: [")
-    assert f"{sorted(REGISTRY)}" in message
+        get_reward(name)
+    assert info.value.args[0].startswith(message)
+    assert "vlm_r1.iou" not in info.value.args[0]
+
+
+def test_a_family_is_found_by_name_without_being_listed(tmp_path, monkeypatch) -> None:
+    """A new family module is registered by existing: no shared file lists it, so adding one
+    changes the code of no GRPO run that does not use it."""
+    import vlrl.rewards as rewards
+
+    family = tmp_path / "newfamily.py"
+    family.write_text(
+        "def always_one(completions, **kwargs):\n"
+        "    return [1.0 for _ in completions]\n\n"
+        "REWARDS = {'newfamily.one': always_one}\n"
+    )
+    monkeypatch.setattr(rewards, "__path__", [*rewards.__path__, str(tmp_path)])
+    assert "newfamily" in rewards.families()
+    assert get_reward("newfamily.one")(["a", "b"]) == [1.0, 1.0]
+    assert "newfamily.one" in rewards.registry()
+    tree = ast.parse(Path(rewards.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)} | {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    assert not any(m and m.startswith("vlrl.rewards") for m in imported), imported
 
 
 def test_get_reward_builds_the_configured_reward_from_its_settings() -> None:

@@ -222,14 +222,14 @@ def test_user_text_unknown_type_is_an_error() -> None:
 
 
 def test_registry_names() -> None:
-    assert set(REWARDS) == {"sophiavl.outcome", "sophiavl.format"}
+    assert set(REWARDS) == {"sophiavl.outcome", "sophiavl.format", "sophiavl.thinking"}
     # the reward-model reward is built from grpo.reward_model when the run starts
     thinking = REGISTRY["sophiavl.thinking"]
     assert isinstance(thinking, ConfiguredReward) and thinking.key == "reward_model"
     assert all(REGISTRY[name] is fn for name, fn in REWARDS.items())
 
 
-@pytest.mark.parametrize("name", sorted(REWARDS))
+@pytest.mark.parametrize("name", ["sophiavl.format", "sophiavl.outcome"])
 def test_one_value_per_completion_in_range(name: str) -> None:
     texts = [row[0] for row in OUTCOME_CASES]
     got = REWARDS[name](

@@ -77,6 +77,10 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
     names = [p.relative_to(curves).with_suffix("").as_posix() for p in curves.rglob("*.tsv")]
     assert not [n for n in names if is_run_time(n.replace("/", "_"))]  # train/runtime, step_time
     assert "step_time" not in (out / paths.GRPO_DVCLIVE / "metrics.json").read_text()
+    # x is the optimizer step of each logged row, as in the report (not dvclive's row count)
+    reward_steps = [int(line.split("\t")[0]) for line in
+                    (curves / "reward.tsv").read_text().splitlines()[1:]]  # fmt: skip
+    assert reward_steps == [h["step"] for h in logged], reward_steps
 
 
 @pytest.mark.slow
@@ -338,7 +342,7 @@ def length(completions, **kwargs):  # tests/conftest.py's test.length
 
 if sys.argv[2] == "kill":
     TrainerState.save_to_json = killed_at_step_two
-rewards.REGISTRY["test.length"] = length
+rewards.REGISTERED["test.length"] = length
 grpo.run("tiny_shapes", load_experiment("tiny_shapes", json.loads(sys.argv[1])))
 """
 

@@ -38,7 +38,9 @@ OUTPUTS = [
 ]  # fmt: skip
 
 
-def write_predictions(checkpoint: str, bench: str, n: int = 90, seed: int = 0) -> None:
+def write_predictions(
+    checkpoint: str, bench: str, n: int = 90, seed: int = 0, exp: str = EXP
+) -> None:
     rng = np.random.default_rng([seed, list(SKILL).index(checkpoint)])
     rows = []
     for i in range(n):
@@ -56,11 +58,11 @@ def write_predictions(checkpoint: str, bench: str, n: int = 90, seed: int = 0) -
                 "images": [f"images/test/{i}.png"],
                 "prompt": f"question {i}",
                 "response": right if rng.random() < SKILL[checkpoint] else wrong,
-                "model": f"results/{EXP}/{checkpoint}",
+                "model": f"results/{exp}/{checkpoint}",
                 "checkpoint": checkpoint,
             }
         )
-    path = paths.predictions_file(EXP, checkpoint, bench)
+    path = paths.predictions_file(exp, checkpoint, bench)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -499,3 +501,56 @@ def test_provenance_has_no_paths_times_or_commit_and_reads_only_declared_keys(pr
     import importlib.metadata
 
     assert f"<td>pandas</td><td>{importlib.metadata.version('pandas')}</td>" in html
+
+
+def test_a_child_report_pairs_each_model_with_its_parents(project):
+    """Did the child's change help? Its report pairs its GRPO with its parent's on the same
+    items (numbers recomputed here with scipy), marks the base and SFT it shares as shared, and
+    says it in a sentence; parent.csv has the fields `vlrl compare` prints."""
+    parent_cfg = scored(["report.gallery.n=0"])
+    (project / "config/experiments/child.yaml").write_text(
+        "extends: tiny_shapes\ngrpo:\n  learning_rate: 1.0e-4\nreport:\n  gallery:\n    n: 0\n"
+    )
+    cfg = load_experiment("child")
+    write_predictions("grpo", "shapes_test", seed=7, exp="child")
+    score.run("child", cfg, "grpo", "shapes_test")
+    root = stage_deps.source_root().parent
+    report.run("child", cfg, stage_deps.code_files("report", root), root)
+
+    out = paths.report_dir("child")
+    parent = pd.read_csv(out / "parent.csv")
+    assert list(parent.checkpoint) == ["base", "sft", "grpo"]
+    assert list(parent.shared) == [True, True, False]
+    grpo = parent.iloc[2]
+    a = np.array(
+        [
+            i["correct"]
+            for i in json.loads(paths.scores_file("child", "grpo", "shapes_test").read_text())[
+                "items"
+            ]
+        ]
+    )
+    b = np.array([i["correct"] for i in items_of("grpo", "shapes_test")])
+    assert not np.array_equal(a, b)
+    low, high = scipy_paired_bootstrap(a, b, 0.95, parent_cfg.score.bootstrap_resamples, 0)
+    assert grpo["diff"] == pytest.approx(a.mean() - b.mean())
+    assert (grpo["ci_low"], grpo["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+    only_a, only_b = int(((a == 1) & (b == 0)).sum()), int(((a == 0) & (b == 1)).sum())
+    assert (grpo["a_only"], grpo["b_only"]) == (only_a, only_b)
+    p = binomtest(only_a, only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
+    assert grpo["p_mcnemar"] == pytest.approx(p)
+    assert grpo["file_b"] == "results/tiny_shapes/scores/grpo/shapes_test.json"
+    direction = "better" if a.mean() >= b.mean() else "worse"
+    head = f"child's SFT+GRPO is {100 * abs(a.mean() - b.mean()):.1f} points {direction} than"
+    assert grpo["sentence"].startswith(head)
+
+    results = (out / "results.md").read_text()
+    assert "## Against the parent, tiny_shapes" in results
+    assert f"- {grpo['sentence']}" in results
+    assert "- child's SFT on shapes_test is tiny_shapes's own (one shared output)" in results
+    assert "Against the parent, tiny_shapes" in (out / "index.html").read_text()
+    # an experiment with no parent has no such section and no parent.csv
+    run_report(parent_cfg)
+    assert (paths.report_dir(EXP) / "results.md").is_file()
+    assert not (paths.report_dir(EXP) / "parent.csv").exists()
+    assert "Against the parent" not in (paths.report_dir(EXP) / "results.md").read_text()

@@ -1,7 +1,8 @@
 """Comparing experiments as the README says (section "Comparing experiments"), in a fresh clone
 (tests/pipeline/scratch_project.py's Project, with the committed metrics.json): its
-`dvc exp show` prints the headline metrics and the params that differ, and no dependency hash nor
-other metric; its `dvc plots show` writes a page that draws without network, each reward
+`dvc exp show` prints the headline metrics, a row per commit or experiment run, and no
+dependency hash, param nor other metric (`dvc params diff` names the params that changed);
+its `dvc plots show` writes a page that draws without network, each reward
 function's plots titled after the function, into a folder git ignores.
 """
 
@@ -92,31 +93,34 @@ def as_after_a_grpo_rerun(project: Project, learning_rate: float) -> None:
     lock_file.write_text(yaml.safe_dump(lock, sort_keys=False))
 
 
-def test_exp_show_after_a_grpo_rerun_shows_the_accuracies_and_the_changed_param(
+def test_exp_show_after_a_grpo_rerun_shows_the_accuracies_and_params_diff_the_change(
     tmp_path: Path,
 ) -> None:
-    """The README's `dvc exp show` beside a rerun of GRPO with another learning rate: each
-    checkpoint's accuracy and `grpo.learning_rate`; not the five dependency hashes nor the
-    grpo checkpoint's other metrics, which changed too (both showed before)."""
+    """The README's `dvc exp show` beside a rerun of GRPO with another learning rate: a row
+    each, with each checkpoint's accuracy and nothing else (not the dependency hashes, the grpo
+    checkpoint's other metrics, nor the experiment's description, which all showed before);
+    its `dvc params diff` names the changed `grpo.learning_rate` with both values."""
     project = clone(tmp_path / "clone")
     as_after_a_grpo_rerun(project, 1e-4)
-    command = readme_command("dvc exp show")
+    command = [c for c in readme_command("dvc exp show") if c != "--md"]
     rows = list(csv.reader(io.StringIO(project(*command, "--csv"))))
     header, shown = rows[0], [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
     headline = headline_columns(project)
-    assert header == ["rev", "Created", *headline, "grpo.learning_rate"], (
-        f"`{shlex.join(command)}` showed {header}"
-    )
+    assert header == ["Experiment", "Created", *headline], f"`{shlex.join(command)}`: {header}"
     workspace, committed = shown  # the rerun, then HEAD (git's default branch)
-    assert workspace["rev"] == "workspace" and float(workspace["grpo.learning_rate"]) == 1e-4
+    assert workspace["Created"] in ("", "-")  # the workspace has no commit time
     for column in (c for c in headline if ".grpo." in c):
         assert float(workspace[column]) == pytest.approx(float(committed[column]) / 2), column
+    diff = project(*readme_command("dvc params diff"))
+    changed = [line.split() for line in diff.splitlines() if "learning_rate" in line]
+    assert changed and all(float(words[-1]) == 1e-4 for words in changed), diff
 
 
 def test_exp_show_filters_the_names_dvc_prefixes_with_their_file() -> None:
     """With two experiments in params.yaml DVC names what two files share ``<file>:<name>``:
-    the README's expressions still keep each accuracy and every changed param and drop the
-    other metrics and the hashes (DVC's own filtering, on such columns)."""
+    the README's expressions still keep each accuracy and drop every other column: params
+    (the description and extends too, which differ between two experiments), other metrics and
+    the hashes (DVC's own filtering, on such columns)."""
     from dvc.commands.experiments.show import show_experiments
     from dvc.compare import TabularData
 
@@ -126,17 +130,20 @@ def test_exp_show_filters_the_names_dvc_prefixes_with_their_file() -> None:
             "results/b/metrics.json:shapes_test.grpo.accuracy",
             "mmvet_b.sft.accuracy",
         ],
+    }
+    dropped = {
         "params": [
             "config/experiments/a.yaml:grpo.learning_rate",
             "config/experiments/b.yaml:resources.grpo.gpus",
+            "config/experiments/b.yaml:description",
+            "config/experiments/b.yaml:extends",
+            "experiments",
             "resources.sft.mem_mb",
             "unknown.grpo.max_steps",
             "grpo.rewards.common.accuracy",
             "seed",
             "tiny.hidden_size",
         ],
-    }
-    dropped = {
         "metrics": [
             "results/a/metrics.json:shapes_test.grpo.ci_low",
             "results/b/metrics.json:shapes_test.sft.count",
@@ -177,7 +184,8 @@ def plots(tmp_path_factory: pytest.TempPathFactory) -> Project:
     the README's `dvc plots show` run at its root."""
     project = clone(tmp_path_factory.mktemp("plots"))
     curves = project.root / paths.grpo_curves_dir(EXP)
-    names = ["reward", "kl", "completions/mean_length", "train/loss", "loss"]
+    names = ["reward", "kl", "completions/mean_length", "entropy", "train/loss", "loss"]
+    names += ["clip_ratio/low_min"]  # flat at zero in most runs: after the curves that matter
     for reward in load_experiment(EXP).grpo.rewards:
         names += [f"rewards/{reward}/mean", f"rewards/{reward}/std"]
     for name in names:
@@ -235,6 +243,19 @@ def test_reward_plots_are_titled_after_their_function(plots: Project) -> None:
             assert reward in text, f"{plot_id}: the {where} {text!r} does not name {reward}"
         assert {"mean": "mean", "std": "standard deviation"}[statistic] in titles[plot_id]
         assert statistic in y_axis
+
+
+def test_the_curves_that_matter_come_first(plots: Project) -> None:
+    """The total reward, each reward function, KL, completion length and entropy lead the page,
+    in that order; the other curves (the clip ratios, loss) follow."""
+    shown = list(json.loads(plots("dvc", "plots", "show", "--json"))["data"])
+    stems = [re.sub(r"^.*/plots/metrics/|\.tsv$", "", plot_id) for plot_id in shown]
+    rewards = [
+        f"rewards/{r}/{s}" for r in load_experiment(EXP).grpo.rewards for s in ("mean", "std")
+    ]
+    lead = ["reward", *rewards, "kl", "completions/mean_length", "entropy"]
+    assert stems[: len(lead)] == lead, stems
+    assert "clip_ratio/low_min" in stems[len(lead) :]
 
 
 def test_plots_page_is_ignored_by_git(plots: Project) -> None:

@@ -246,7 +246,7 @@ def test_estimate_matches_a_measured_tiny_grpo_run(
 
     shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
     shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
-    monkeypatch.setitem(rewards.REGISTRY, "test.count", _counting_reward)
+    monkeypatch.setitem(rewards.REGISTERED, "test.count", _counting_reward)
     SEEN.clear()
     cfg = load_experiment(
         "tiny_shapes",

@@ -159,9 +159,16 @@ def test_tiny_shapes_stage_contents(tiny):
     assert report["metrics"] == [{str(paths.metrics_file(EXP)): {"cache": False}}]
     assert params_file("report") in report["deps"]
 
+    folder = f"results/{EXP}/grpo/dvclive/plots/metrics"
+    lead = [
+        {f"{folder}/{name}.tsv": {"x": "step", "title": f"{EXP}: {title}"}}
+        for name, title in dvc_export.LEADING.items()
+    ]
     assert tiny["plots"] == [
-        {f"results/{EXP}/grpo/dvclive/plots/metrics": {"x": "step"}},
+        lead[0],
         *dvc_export.reward_plots(EXP),
+        *lead[1:],
+        {folder: {"x": "step"}},
     ]
 
 

@@ -168,6 +168,26 @@ def test_every_recipe_plans(project: Path) -> None:
     ovd = plan.render(plan.make_plan("vlm_r1_ovd"))
     assert "USER-PROVIDED, missing: put its files in data/vlm_r1_ovd_d3" in ovd
     sr1 = plan.make_plan("vision_sr1")
+    _a_plan_you_can_read(sr1, plan.render(sr1))
     blocked = {d.name for d in sr1.downloads if d.blocked}
     assert {"vision_sr1_cold_9k", "vision_sr1_47k"} <= blocked  # unpinned: `vlrl pin` first
     assert any(s.key == "score.judge" and "generativelanguage" in s.how for s in sr1.servers)
+
+
+def _a_plan_you_can_read(made, text: str) -> None:
+    """vision_sr1's plan opens with a one-screen summary whose total is the sum of the stages it
+    can estimate (not "unknown" because SFT's records are unknown), names what it cannot
+    estimate, sizes memory with the 7B model's own shape, and groups the routine stages."""
+    from vlrl.workflow.cost_model import GPU_HOURS
+
+    summary = text.split("\n## Stages")[0].splitlines()
+    assert summary[2] == "## Summary" and len(summary) <= 16, summary
+    known = [s for s in made.estimate.stages if s.on_gpu and s.get_or_none(GPU_HOURS)]
+    total = sum(s.get_or_none(GPU_HOURS) for s in known)
+    compute = next(line for line in summary if "compute:" in line)
+    assert f"at least {total:,.2f} GPU-hours" in compute and "unknown GPU-hours" not in text
+    assert "not estimated: sft (records unknown" in compute and "infer x 24" in compute
+    assert "stages: 62 to run (8 download, 1 data, 1 base_model, 1 sft, 1 grpo" in summary[3]
+    assert "h 3584, L 28" in text and "Qwen2.5-VL-3B-Instruct's shape (assumed" not in text
+    assert len(text.splitlines()) < 150, len(text.splitlines())  # was 500: 24 infer blocks
+    assert "**infer x 24:" in text and "resolve: wrote" not in text

@@ -94,8 +94,17 @@ def test_params_yaml_matches_schema():
 
 
 def test_schema_rejects_an_unknown_key():
-    problems = params_problems({"experiments": ["tiny_shapes"], "experiment": ["x"]})
-    assert len(problems) == 1 and "'experiment' was unexpected" in problems[0]
+    problems = params_problems({"experiments": ["tiny_shapes"], "seeds": ["x"]})
+    assert len(problems) == 1 and "'seeds' was unexpected" in problems[0]
+
+
+def test_a_mistyped_key_gets_a_suggestion_not_the_schema():
+    """`experiment:` for `experiments:` is one line with a "did you mean", in vlrl check and in
+    Snakemake (whose own validation printed the whole JSON schema)."""
+    problems = params_problems({"experiment": ["tiny_shapes"]})
+    assert problems == [
+        "params.yaml: experiment: not a key of params.yaml; did you mean 'experiments'?"
+    ]
 
 
 def test_snakemake_rejects_an_unknown_params_key(tmp_path):
@@ -105,7 +114,9 @@ def test_snakemake_rejects_an_unknown_params_key(tmp_path):
     (tmp_path / "params.yaml").write_text("experiments: [tiny_shapes]\nexperimnets: [oops]\n")
     out = snakemake("-n", cwd=tmp_path)
     assert out.returncode != 0
-    assert "'experimnets' was unexpected" in out.stdout + out.stderr
+    text = out.stdout + out.stderr
+    assert "params.yaml: experimnets: not a key of params.yaml; did you mean 'experiments'?" in text
+    assert "$schema" not in text and "On instance" not in text  # not the JSON-schema dump
 
 
 @pytest.mark.parametrize(

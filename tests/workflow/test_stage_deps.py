@@ -188,8 +188,8 @@ def test_recording_config_records_leaves_properties_and_whole_sections() -> None
 
 
 def test_a_reward_family_is_code_of_the_runs_that_list_its_rewards() -> None:
-    """The registry imports every family; a run's GRPO code has only the families it uses, and
-    the families other code of the stage imports (the GRPO algorithms call some rewards)."""
+    """The registry finds families by name; a run's GRPO code has only the families it uses,
+    and the families other code of the stage imports (the GRPO algorithms call some rewards)."""
     everything = files("grpo")
     assert {"rewards/satori.py", "rewards/vlm_r1.py", "rewards/common.py"} <= everything
 
@@ -215,3 +215,24 @@ def test_a_reward_family_is_code_of_the_runs_that_list_its_rewards() -> None:
     )
     # the sharing and the command line's plumbing are no stage's code
     assert not {"sharing.py", "cli/__init__.py", "cli/support.py", "cli/commands.py"} & everything
+
+
+def test_adding_a_reward_family_changes_only_the_code_of_runs_that_use_it(tmp_path: Path) -> None:
+    """A new family is a new file and nothing else: no shared file lists it, so the GRPO code
+    of a run that does not use it is unchanged (it is not rerun), and a run that does has it."""
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "workflow_scripts", root / "workflow_scripts")
+    before = {r: stage_deps.code_files("grpo", root, [r]) for r in ("common.format", "satori.x")}
+    before_all = stage_deps.code_files("grpo", root)
+    family = root / PKG / "rewards" / "newfamily.py"
+    family.write_text("def one(completions, **kwargs):\n    return [1.0] * len(completions)\n\n"
+                      "REWARDS = {'newfamily.one': one}\n")  # fmt: skip
+    for reward, files_before in before.items():
+        assert stage_deps.code_files("grpo", root, [reward]) == files_before
+    assert set(stage_deps.code_files("grpo", root)) - set(before_all) == {
+        f"{PKG}rewards/newfamily.py"
+    }
+    assert f"{PKG}rewards/newfamily.py" in stage_deps.code_files("grpo", root, ["newfamily.one"])
+    helper = root / PKG / "rewards" / "notafamily.py"  # no REWARDS table: a helper, not a family
+    helper.write_text("X = 1\n")
+    assert "vlrl.rewards.notafamily" not in stage_deps.reward_families(root)

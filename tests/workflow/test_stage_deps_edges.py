@@ -31,9 +31,11 @@ BASE = {
     "stages/alpha.py": "",
     "stages/gamma.py": "from vlrl import rewards\n",
     "stages/notes.txt": "not a stage",
-    "rewards/__init__.py": "from vlrl.rewards import fam_a, fam_b\n",
-    "rewards/fam_a.py": "",
-    "rewards/fam_b.py": "",
+    "rewards/__init__.py": "",  # finds its families by name, imports none
+    "rewards/fam_a.py": "REWARDS = {}\n",
+    "rewards/fam_b.py": "REWARDS: dict = {}\n",
+    "rewards/_helper.py": "REWARDS = {}\n",  # private: not a family
+    "rewards/helper.py": "X = 1\n",  # no table: not a family
 }
 
 

@@ -10,10 +10,12 @@ from vlrl.core.volatile import split_run_times
 
 def write_curves(directory: Path, args: Any, history: list[dict[str, Any]]) -> None:
     """The training curves, written as transformers' DVCLive callback writes them during
-    training (the run's arguments as params, one dvclive step per log row), from the whole log
-    history without run times: a run resumed from a checkpoint gets the curves of every step,
-    which its trainer state restored, not only of the steps it ran (only ``train/loss``, the
-    Trainer's mean loss of the steps this run took, differs from an uninterrupted run's).
+    training (the run's arguments as params), but with each log row at its optimizer step (the
+    row's ``step``, as the report's axis; the callback counts log rows: 0, 1, … for steps 2, 4,
+    …), from the whole log history without run times: a run resumed from a checkpoint gets the
+    curves of every step, which its trainer state restored, not only of the steps it ran (only
+    ``train/loss``, the Trainer's mean loss of the steps this run took, differs from an
+    uninterrupted run's).
 
     ``dvcyaml=None``: dvclive must not edit the generated dvc.yaml (the plots are declared there).
     """
@@ -23,13 +25,14 @@ def write_curves(directory: Path, args: Any, history: list[dict[str, Any]]) -> N
 
     live = Live(dir=str(directory), dvcyaml=None, save_dvc_exp=False, report=None, resume=False)
     live.log_params(args.to_dict())
-    for row in history:
+    for index, row in enumerate(history):
+        live.step = int(row.get("step", index))
         # keys sorted: a resumed run's first rows come back from the checkpoint's trainer state
         # sorted, and the curves' summary must not depend on that
         for key, value in sorted(row.items()):
             if key != "step" and Metric.could_log(value):
                 live.log_metric(standardize_metric_name(key, "dvclive.huggingface"), value)
-        live.next_step()
+        live.make_summary()
     live.end()
 
 

@@ -13,7 +13,7 @@ from vlrl.core.errors import StageError
 from vlrl.data.convert import to_conversation
 from vlrl.items.prompts import get_prompt
 from vlrl.items.records import Record
-from vlrl.rewards import REGISTRY, ConfiguredReward, get_reward
+from vlrl.rewards import ConfiguredReward, entry, get_reward
 from vlrl.serving.trl_vllm import SERVER_ENV, TRLServer
 
 # The vision tower in transformers 5.x Qwen2.5-VL: Qwen2_5_VLModel.visual (and its merger).
@@ -285,9 +285,7 @@ def reward_functions(cfg: GRPOConfig) -> list[Any]:
     rewards built from the config (:class:`vlrl.rewards.ConfiguredReward`: ``sophiavl.thinking``
     from ``grpo.reward_model``)."""
     return [
-        get_reward(name, cfg)
-        if isinstance(REGISTRY.get(name), ConfiguredReward)
-        else NamedReward(name)
+        get_reward(name, cfg) if isinstance(entry(name), ConfiguredReward) else NamedReward(name)
         for name in cfg.rewards
     ]
 
@@ -309,12 +307,10 @@ def load_policy(model_dir: Path, cfg: GRPOConfig, weights: Path | None = None):
         saved = AutoModelForImageTextToText.from_pretrained(str(weights), dtype=dtype)
         model.load_state_dict(saved.state_dict())
         del saved
-    processor = AutoProcessor.from_pretrained(
-        str(model_dir),
-        padding_side="left",
-        min_pixels=cfg.image_min_pixels,
-        max_pixels=cfg.image_max_pixels,
-    )
+    # the pixel bounds as the image processor's size: min_pixels/max_pixels given here are
+    # passed on to every processor call, which warns once per call and rank (transformers 5.x)
+    size = {"shortest_edge": cfg.image_min_pixels, "longest_edge": cfg.image_max_pixels}
+    processor = AutoProcessor.from_pretrained(str(model_dir), padding_side="left", size=size)
     if cfg.freeze_vision:
         for name, param in model.named_parameters():
             if VISION_KEY in name:
@@ -334,3 +330,16 @@ def peft_config(cfg: GRPOConfig):
         target_modules=LORA_TARGETS,
         task_type="CAUSAL_LM",
     )
+
+
+def quiet_progress(trainer: Any) -> None:
+    """Keep the trainer's progress bar but not the log dict it writes into it at every logged
+    step (the curves hold those numbers; printed, they break the bar and the job's log)."""
+    from transformers.trainer_callback import ProgressCallback
+
+    class BarOnly(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            return None
+
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(BarOnly)

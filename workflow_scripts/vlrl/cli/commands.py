@@ -12,16 +12,16 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.logging import RichHandler
 
 from vlrl.cli import support as cli_support
+from vlrl.cli.output import console
 from vlrl.cli.support import SetCommand
 from vlrl.core.errors import VlrlError
 from vlrl.core.paths import CHECKPOINTS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-err = Console(stderr=True)
+err = console(stderr=True)
 log = logging.getLogger("vlrl")
 
 Exp = Annotated[
@@ -71,13 +71,23 @@ def _setup(
         ),
     ] = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(message)s",
-        handlers=[RichHandler(console=err, show_path=False, rich_tracebacks=True)],
-    )
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[_log_handler()])
     cli_support.enter_root()
     _warn_other_checkout()
+
+
+def _log_handler() -> logging.Handler:
+    """Rich's log lines in a terminal; elsewhere (a job's log file, a pipe) one plain line per
+    record, which rich would wrap at 80 columns mid-path."""
+    if err.is_terminal:
+        return RichHandler(console=err, show_path=False, rich_tracebacks=True)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%H:%M:%S"))
+    return handler
+
+
+LOG_FORMAT = "[%(asctime)s] %(levelname)-7s %(message)s"
+"""A log record off a terminal: time, level, message, on one line."""
 
 
 def _warn_other_checkout() -> None:
@@ -86,7 +96,7 @@ def _warn_other_checkout() -> None:
         err.print(f"[bold yellow]warning:[/] {warning}", soft_wrap=True)
 
 
-def _fail(exc: VlrlError, escape: bool = False, soft_wrap: bool = False) -> None:
+def fail(exc: VlrlError, escape: bool = False, soft_wrap: bool = False) -> None:
     """Print a user error as one red line (with a hint when no project root was found) and exit
     with status 2."""
     from rich.markup import escape as escaped
@@ -96,12 +106,12 @@ def _fail(exc: VlrlError, escape: bool = False, soft_wrap: bool = False) -> None
     sys.exit(2)
 
 
-def _run(fn, *args, **kwargs):
+def run_or_fail(fn, *args, **kwargs):
     """Run a stage; user errors become one red line and exit code 2, not a traceback."""
     try:
         return fn(*args, **kwargs)
     except VlrlError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 def _stage(name: str, cfg, *args) -> None:
@@ -124,17 +134,17 @@ def _stage(name: str, cfg, *args) -> None:
     pin_cpu_threads(getattr(cfg, "cpu_threads", None))
     module = importlib.import_module(f"vlrl.stages.{name}")
     # a resumable stage in a Slurm job reruns in a job step of its own
-    status = _run(cli_support.run_in_job_step, module, cfg, sys.argv[1:])
+    status = run_or_fail(cli_support.run_in_job_step, module, cfg, sys.argv[1:])
     if status is not None:
         sys.exit(status)
     if os.environ.get("VLRL_CHECK_READS") != "1":
-        _run(module.run, args[0], cfg, *args[1:])
+        run_or_fail(module.run, args[0], cfg, *args[1:])
         return
     from vlrl.config.reads import allowed_reads
     from vlrl.workflow.reads import RecordingConfig, undeclared
 
     seen: set[str] = set()
-    _run(module.run, args[0], RecordingConfig(cfg, seen), *args[1:])
+    run_or_fail(module.run, args[0], RecordingConfig(cfg, seen), *args[1:])
     missing = undeclared(seen, allowed_reads(name))
     if missing:
         err.print(
@@ -169,7 +179,7 @@ def _experiment(exp: str, overrides: list[str] | None):
         sharing.use_overrides(exp, overrides)
         return load_experiment(exp, overrides)
     except VlrlError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 def _refuse_tracked_overrides(exp: str, overrides: list[str]) -> None:
@@ -208,7 +218,7 @@ def base_model(
     try:
         cfg = load_model(model)
     except VlrlError as exc:
-        _fail(exc)
+        fail(exc)
     _stage("base_model", cfg, model)
 
 
@@ -224,7 +234,7 @@ def download(
     try:
         cfg = load_dataset(dataset)
     except VlrlError as exc:
-        _fail(exc)
+        fail(exc)
     _stage("download", cfg, dataset)
 
 
@@ -266,134 +276,3 @@ def report(exp: Exp, set_: Overrides = None) -> None:
     # The report's provenance fingerprints its own code, as the workflow derives it.
     root = stage_deps.source_root().parent
     _stage("report", _experiment(exp, set_), exp, stage_deps.code_files("report", root), root)
-
-
-@app.command()
-def rescore(
-    exp: Exp,
-    protocol: Annotated[
-        str,
-        typer.Option(
-            "--protocol", "-p", metavar="PROTOCOL", help="A scoring protocol (vlrl protocols)."
-        ),
-    ],
-    checkpoint: Annotated[
-        list[str] | None,
-        typer.Option("--checkpoint", "-c", metavar="CHECKPOINT", help="Only these models."),
-    ] = None,
-    bench: Annotated[
-        list[str] | None,
-        typer.Option("--benchmark", "-b", metavar="BENCHMARK", help="Only these benchmarks."),
-    ] = None,
-) -> None:
-    """Rescore existing predictions under another scoring protocol (no new inference) into
-    results/<exp>/rescored/<protocol>/, and print each headline beside the stage's."""
-    from vlrl.workflow import rescoring
-
-    _run(rescoring.rescore_and_show, exp, protocol, checkpoint, bench)
-
-
-@app.command()
-def protocols(
-    bench: Annotated[
-        str | None, typer.Argument(metavar="BENCHMARK", help="Only this benchmark's.")
-    ] = None,
-) -> None:
-    """List the scoring protocols (name, judge use, source) and which benchmarks support each."""
-    from vlrl.workflow import rescoring
-
-    _run(rescoring.show_protocols, bench)
-
-
-@app.command(cls=SetCommand)
-def show(
-    exp: Exp,
-    set_: Overrides = None,
-    only_set: Annotated[
-        bool, typer.Option("--only-set", help="Leave out the keys at the schema's default.")
-    ] = False,
-) -> None:
-    """Print the experiment's resolved config, each value with where it comes from: the file and
-    line that set it (and the source cited there), a --set, a derivation or the default."""
-    from vlrl.workflow import show as wf
-
-    _run(lambda: print(wf.render(exp, set_, only_set)))
-
-
-@app.command()
-def plan(exp: Exp) -> None:
-    """Before anything runs: the stages that would run (Snakemake's dry run; `dvc repro` runs
-    the same) and why (a config key with the value the stage last ran with and the new one, a
-    code file, an input), the downloads and their sizes, the disk, the servers, and a GPU-hours
-    and memory estimate with its assumptions, next to what the paper reports."""
-    from vlrl.workflow import plan as wf
-
-    _run(lambda: print(wf.render(wf.make_plan(exp))))
-
-
-@app.command()
-def pin(
-    name: Annotated[
-        str,
-        typer.Argument(
-            metavar="NAME", help="An unpinned dataset or model (config/datasets/, config/models/)."
-        ),
-    ],
-) -> None:
-    """Resolve an unpinned hub revision once, online (HF_HUB_OFFLINE=0), and write it into the
-    config file: every later run downloads exactly that commit."""
-    from vlrl.workflow import pin as wf
-
-    _run(lambda: print(f"{(p := wf.pin(name)).file}: {p.repo_id} pinned at {p.revision}"))
-
-
-@app.command("check")
-def check() -> None:
-    """Validate params.yaml and every experiment, model and benchmark file; list every problem
-    (one line each, naming the file and the dotted key) and exit 2 if there is any."""
-    from vlrl.workflow import check as wf
-
-    try:
-        wf.check_all()
-    except VlrlError as exc:
-        # Problems quote values such as [count, arithmetic], which are not markup.
-        _fail(exc, escape=True, soft_wrap=True)
-
-
-@app.command()
-def resolve(
-    check: Annotated[
-        bool, typer.Option(help="Also fail when dvc.yaml is stale (what `dvc repro` runs).")
-    ] = True,
-) -> None:
-    """Write every experiment's resolved config (DVC's params) and check dvc.yaml is current."""
-    from vlrl.workflow import dvc_export
-    from vlrl.workflow import resolve as wf
-
-    _run(wf.main)
-    if check:
-        _run(dvc_export.main, True)
-
-
-@app.command("dvc-yaml")
-def dvc_yaml(
-    check_only: Annotated[bool, typer.Option("--check", help="Fail if dvc.yaml is stale.")] = False,
-) -> None:
-    """Generate dvc.yaml from the Snakemake DAG (the one declaration of the pipeline)."""
-    from vlrl.workflow import dvc_export
-
-    _run(dvc_export.main, check_only)
-
-
-def _prose(text: str) -> str:
-    """``text`` with each paragraph on one line: typer's rich help keeps a docstring's line
-    breaks, which then break lines mid-sentence in the list of commands."""
-    import inspect
-
-    paragraphs = inspect.cleandoc(text).split("\n\n")
-    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
-
-
-app.info.help = _prose(__doc__)
-for _info in app.registered_commands:
-    _info.help = _prose(_info.help or _info.callback.__doc__ or "")

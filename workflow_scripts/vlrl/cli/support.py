@@ -139,3 +139,12 @@ def run_in_job_step(module: ModuleType, cfg: Any, argv: list[str]) -> int | None
     from vlrl.cluster.relay import run_in_step
 
     return run_in_step(command)
+
+
+def prose(text: str) -> str:
+    """``text`` with each paragraph on one line: typer's rich help keeps a docstring's line
+    breaks, which then break lines mid-sentence in the list of commands."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)

@@ -196,6 +196,16 @@ class AttentionHeads(Section):
     vision: PositiveInt | None = Field(None, description="vision_config.num_heads")
 
 
+class TextShape(Section):
+    """The language model's shape as its ``config.json`` states it: what vlrl plan's memory and
+    FLOPs estimate reads (activations, logits) for this model, not another's."""
+
+    hidden_size: PositiveInt
+    num_hidden_layers: PositiveInt
+    intermediate_size: PositiveInt
+    vocab_size: PositiveInt
+
+
 class ModelConfig(Section):
     """A base model, ``config/models/<name>.yaml``: shared by experiments, built once under
     ``resources/models/<name>/``."""
@@ -217,6 +227,12 @@ class ModelConfig(Section):
         None,
         description="The hub model's attention heads (its config.json), which vlrl check holds "
         "every vLLM engine's tensor parallelism to; the tiny model's come from its shape.",
+    )
+
+    text_shape: TextShape | None = Field(
+        None,
+        description="The hub model's language-model shape (its config.json) for vlrl plan's "
+        "estimate; the tiny model's comes from its own config. Unset: Qwen2.5-VL-3B's, said so.",
     )
 
     def heads(self) -> AttentionHeads | None:

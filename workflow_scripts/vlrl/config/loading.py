@@ -16,9 +16,9 @@ from vlrl.config.data import DatasetConfig, ModelConfig
 from vlrl.config.experiment import ExperimentConfig
 from vlrl.config.reading import (
     Model,
-    did_you_mean,
     load_yaml_model,
     parse_with_lines,
+    unknown_hint,
     validation_problems,
 )
 from vlrl.core import paths
@@ -36,9 +36,8 @@ def load_named(
     """
     if not path.is_file():
         known = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise ConfigError(
-            f"{path}: no such {kind} {path.stem!r}; known: {known}{did_you_mean(path.stem, known)}"
-        )
+        hint = unknown_hint(path.stem, known, f"{path.parent}/")
+        raise ConfigError(f"{path}: no such {kind} {path.stem!r}{hint}")
     return load_yaml_model(path, model, overrides)
 
 
@@ -66,6 +65,12 @@ class Origin:
         return self.file if self.line is None else f"{self.file}:{self.line}"
 
 
+SET = "--set"
+"""The origin of a key an override set (``vlrl <stage> --set key=value``)."""
+EXTENDS_PROBLEM = ": extends: "
+"""What every problem of an unmergeable ``extends:`` chain has in it."""
+
+
 @dataclass
 class ExperimentTree:
     """An experiment's YAML with its ``extends:`` chain merged: the tree, where each dotted key
@@ -78,14 +83,20 @@ class ExperimentTree:
     problems: list[str] = field(default_factory=list)
 
     def source_of(self, dotted: str) -> str:
-        """The file that set ``dotted`` (or its nearest section), else the experiment's own (also
-        for a ``--set`` override: the file it overrides)."""
+        """The file that set ``dotted`` (or its nearest section), ``--set`` when an override set
+        it, else the experiment's own file."""
         parts = dotted.split(".")
         for end in range(len(parts), 0, -1):
             origin = self.origins.get(".".join(parts[:end]))
-            if origin is not None and origin.line is not None:
+            if origin is not None and (origin.line is not None or origin.file == SET):
                 return origin.file
         return self.chain[0] if self.chain else "<config>"
+
+    @property
+    def broken_chain(self) -> bool:
+        """Whether the ``extends:`` chain could not be merged (a missing or circular parent):
+        the tree then lacks the parent's keys, and validating it would only report them."""
+        return any(EXTENDS_PROBLEM in problem for problem in self.problems)
 
 
 def experiment_tree(path: Path, overrides: list[str] | None = None) -> ExperimentTree:
@@ -101,7 +112,9 @@ def experiment_tree(path: Path, overrides: list[str] | None = None) -> Experimen
         from vlrl.config.keys import set_dotted
 
         set_dotted(result.tree, key, value)
-        result.origins[key] = Origin("--set")
+        # the override replaces what the files set under it
+        result.origins = {k: v for k, v in result.origins.items() if not k.startswith(key + ".")}
+        result.origins[key] = Origin(SET)
     return result
 
 
@@ -134,8 +147,8 @@ def _merged(path: Path, below: list[Path]) -> ExperimentTree:
         return ExperimentTree(tree, own, [str(path)], problems)
     if not parent_path.is_file():
         known = sorted(p.stem for p in parent_path.parent.glob("*.yaml"))
-        hint = did_you_mean(parent, known)
-        problems.append(f"{path}: extends: no experiment {parent!r}; known: {known}{hint}")
+        hint = unknown_hint(parent, known, f"{parent_path.parent}/")
+        problems.append(f"{path}: extends: no experiment {parent!r}{hint}")
         return ExperimentTree(tree, own, [str(path)], problems)
     base = _merged(parent_path, [*below, path])
     origins = dict(base.origins)
@@ -194,7 +207,7 @@ def load_experiment(name: str, overrides: list[str] | None = None) -> Experiment
     if not path.is_file():
         known = sorted(p.stem for p in path.parent.glob("*.yaml"))
         raise ConfigError(
-            f"{path}: no such experiment {name!r}; known: {known}{did_you_mean(name, known)}"
+            f"{path}: no such experiment {name!r}{unknown_hint(name, known, f'{path.parent}/')}"
         )
     return load_experiment_file(path, overrides)
 
@@ -204,10 +217,17 @@ def load_experiment_file(path: Path, overrides: list[str] | None = None) -> Expe
     each problem names the file that set the key."""
     merged = experiment_tree(Path(path), overrides)
     problems = list(merged.problems)
+    if merged.broken_chain:
+        raise ConfigProblems(problems)
     try:
         cfg = ExperimentConfig.model_validate(merged.tree)
     except ValidationError as exc:
         problems += validation_problems(exc, merged.source_of, ExperimentConfig)
+    if problems and overrides:
+        # a problem of a key no --set touched may still follow from one (num_generations and
+        # the batch size): say which were given
+        sets = f" (with --set {' '.join(overrides)})"
+        problems = [p if p.startswith(SET) else p + sets for p in problems]
     if problems:
         raise ConfigProblems(problems)
     return cfg

@@ -35,6 +35,31 @@ def did_you_mean(word: str, known: Iterable[str], prefix: str = "") -> str:
     return "; did you mean " + " or ".join(repr(prefix + c) for c in close) + "?"
 
 
+def unknown_hint(word: str, known: Iterable[str], where: object = None) -> str:
+    """What to say after "no such <thing> '<word>'": the closest known names when a typo is
+    likely, else the known names when they are few, else how many there are and ``where`` they
+    are (the whole list would bury the line under 30-odd names).
+
+    >>> unknown_hint("tiny_shape", ["tiny_shapes", "vision_sr1"])
+    "; did you mean 'tiny_shapes'?"
+    >>> unknown_hint("zzz", ["a", "b"])
+    "; known: ['a', 'b']"
+    >>> unknown_hint("zzz", [f"e{i}" for i in range(30)], "config/experiments/")
+    '; 30 known, in config/experiments/'
+    """
+    known = sorted(known)
+    close = did_you_mean(word, known)
+    if close:
+        return close
+    if len(known) <= SHORT_LIST or where is None:
+        return f"; known: {known}"
+    return f"; {len(known)} known, in {where}"
+
+
+SHORT_LIST = 8
+"""Up to this many known names are listed in an error; more are counted."""
+
+
 def parse_yaml(path: Path) -> tuple[Any, list[str]]:
     """The YAML file ``path`` parsed, and one problem line per key repeated in one mapping (the
     tree keeps its last value, as PyYAML does), naming the file, the dotted key and both lines.

@@ -61,6 +61,7 @@ STAGE_READS: dict[str, tuple[str, ...]] = {
     "score": ("score", "infer.checkpoints", "sft.enabled", "grpo.enabled"),
     "report": (
         "description",
+        "extends",
         "seed",
         "base_model",
         "benchmarks",

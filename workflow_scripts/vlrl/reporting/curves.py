@@ -19,7 +19,6 @@ import re
 from pathlib import Path
 
 import pandas as pd
-import yaml
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -41,6 +40,9 @@ log keys, as dvclive stores them."""
 REWARD = "reward"
 """TRL's log key of the total reward (the weighted sum of the reward functions): what GRPO
 optimised."""
+AXIS = "optimizer step"
+"""The x axis of every curve: dvclive's step column, which the grpo stage writes as TRL's
+optimizer step (``dvc plots show`` draws the same axis)."""
 COLUMNS = 3
 MIN_SPAN = 5
 """The moving average spans a tenth of the series, and at least this many points."""
@@ -76,27 +78,6 @@ def title(name: str) -> str:
     raise KeyError(f"{name!r} is not a curve the report draws (vlrl.reporting.curves.SHOWN)")
 
 
-def step_axis(params_file: Path) -> tuple[str, int | None]:
-    """The x axis the curves are drawn against: ``("optimizer step", n)`` when the trainer's
-    arguments (dvclive's ``params.yaml``) say it logged a row every ``n`` optimizer steps and
-    nothing else (transformers' ``logging_strategy: steps``, an integer ``logging_steps``, no
-    ``logging_first_step``, no evaluation), so that dvclive's step ``i`` is optimizer step
-    ``(i + 1) * n``; else ``("logged row", None)``: dvclive's own step, one per log row."""
-    args = yaml.safe_load(params_file.read_text()) if params_file.is_file() else None
-    args = args if isinstance(args, dict) else {}
-    every = args.get("logging_steps")
-    if (
-        args.get("logging_strategy") == "steps"
-        and not args.get("logging_first_step")
-        and args.get("eval_strategy", "no") in ("no", False)  # YAML 1.1 reads `no` as false
-        and isinstance(every, int | float)
-        and every >= 1
-        and float(every).is_integer()
-    ):
-        return "optimizer step", int(every)
-    return "logged row", None
-
-
 def _read(path: Path) -> pd.DataFrame:
     """A dvclive TSV as a frame of (step, value); an unreadable one is an error naming it."""
     column = path.stem
@@ -116,11 +97,10 @@ def read_curves(folder: Path) -> dict[str, pd.DataFrame]:
     without ``.tsv``; see :data:`SHOWN`), in display order, leaving out a series that never
     changed or has a single point; empty when the folder does not exist.
 
-    Each frame has two columns: the x axis, named after what it is (:func:`step_axis`, from
-    dvclive's ``params.yaml`` two folders up), then ``value``."""
+    Each frame has two columns: ``optimizer step`` (the grpo stage writes each log row at its
+    optimizer step, :func:`vlrl.algorithms.history.write_curves`), then ``value``."""
     if not folder.is_dir():
         return {}
-    axis, every = step_axis(folder.parent.parent / "params.yaml")
     curves = {}
     for path in folder.rglob("*.tsv"):
         name = path.relative_to(folder).with_suffix("").as_posix()
@@ -129,8 +109,7 @@ def read_curves(folder: Path) -> dict[str, pd.DataFrame]:
         frame = _read(path)
         if frame["value"].nunique() < 2:  # constant, or a single point: no curve to see
             continue
-        frame["step"] = (frame["step"] + 1) * every if every else frame["step"]
-        curves[name] = frame.rename(columns={"step": axis})
+        curves[name] = frame.rename(columns={"step": AXIS})
     return {name: curves[name] for name in sorted(curves, key=_shown)}
 
 

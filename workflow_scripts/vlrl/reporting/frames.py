@@ -10,6 +10,7 @@ items scored in both checkpoints; the counts of such items are columns of their 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -155,37 +156,67 @@ def comparison_pairs(checkpoints: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def paired(a: tuple[Path, Scores], b: tuple[Path, Scores], score: Any, seed: int) -> dict[str, Any]:
+    """The paired difference a − b of two scores files (``(path, scores)``) on the items both
+    scored: ``n``, ``accuracy_a``/``accuracy_b``, ``diff``, its percentile-bootstrap interval
+    ``ci_low``/``ci_high`` (``score.bootstrap_resamples`` resamples, ``score.confidence``,
+    ``seed``), McNemar's exact ``p_mcnemar``, ``a_only``/``b_only``/``discordant_fraction``, and
+    the items left out because one side is unscored (``unscored_a``/``unscored_b``,
+    ``excluded``). Files that score different items, or no item in common, are an error naming
+    both."""
+    (file_a, scores_a), (file_b, scores_b) = a, b
+    ca = {i.id: i.correct for i in scores_a.items}
+    cb = {i.id: i.correct for i in scores_b.items}
+    if set(ca) != set(cb):
+        only = sorted(set(ca) ^ set(cb))[:5]
+        raise StageError(
+            f"{file_a} and {file_b} score different items (e.g. {only}); a paired comparison "
+            "needs the same items"
+        )
+    ids = sorted(i for i in ca if ca[i] is not None and cb[i] is not None)
+    if not ids:
+        raise StageError(f"no item is scored in both {file_a} and {file_b}; nothing to pair")
+    result = paired_difference(
+        np.array([ca[i] for i in ids]),
+        np.array([cb[i] for i in ids]),
+        confidence=score.confidence,
+        resamples=score.bootstrap_resamples,
+        seed=seed,
+    )
+    return {
+        "n": result["n"],
+        "accuracy_a": result["mean_a"],
+        "accuracy_b": result["mean_b"],
+        "diff": result["diff"],
+        "ci_low": result["ci_low"],
+        "ci_high": result["ci_high"],
+        "p_mcnemar": result["p_value"],
+        "a_only": result["a_only"],
+        "b_only": result["b_only"],
+        "discordant_fraction": result["discordant_fraction"],
+        "unscored_a": sum(v is None for v in ca.values()),
+        "unscored_b": sum(v is None for v in cb.values()),
+        "excluded": len(ca) - len(ids),
+    }
+
+
 def comparison_rows(
     exp: str, evaluations: list[Evaluation], cfg_score: Any, seed: int, sft_enabled: bool
 ) -> list[dict[str, Any]]:
-    """Paired differences a − b on the items both checkpoints scored: mean difference,
-    percentile-bootstrap interval (``score.bootstrap_resamples`` resamples, the experiment's
-    seed), McNemar's exact p and the discordant items; the items left out because one side is
-    unscored are counted."""
+    """Paired differences a − b (:func:`paired`) between the experiment's checkpoints
+    (:func:`comparison_pairs`), per benchmark, with the judges that decided any item."""
     rows = []
     for ev in evaluations:
         for a, b in comparison_pairs(list(ev.scores)):
-            ca = {i.id: i.correct for i in ev.scores[a].items}
-            cb = {i.id: i.correct for i in ev.scores[b].items}
-            if set(ca) != set(cb):
-                only = sorted(set(ca) ^ set(cb))[:5]
-                raise StageError(
-                    f"report: {sharing.scores_file(exp, a, ev.bench)} and "
-                    f"{sharing.scores_file(exp, b, ev.bench)} score different items (e.g. {only}); "
-                    "a paired comparison needs the same items"
+            try:
+                stats = paired(
+                    (sharing.scores_file(exp, a, ev.bench), ev.scores[a]),
+                    (sharing.scores_file(exp, b, ev.bench), ev.scores[b]),
+                    cfg_score,
+                    seed,
                 )
-            ids = sorted(i for i in ca if ca[i] is not None and cb[i] is not None)
-            if not ids:
-                raise StageError(
-                    f"report: {ev.bench}: no item is scored in both {a} and {b}; nothing to pair"
-                )
-            result = paired_difference(
-                np.array([ca[i] for i in ids]),
-                np.array([cb[i] for i in ids]),
-                confidence=cfg_score.confidence,
-                resamples=cfg_score.bootstrap_resamples,
-                seed=seed,
-            )
+            except StageError as exc:
+                raise StageError(f"report: {ev.bench}: {exc}") from None
             judges = [j for j in (ev.judged(a), ev.judged(b)) if j]
             rows.append(
                 {
@@ -193,19 +224,7 @@ def comparison_rows(
                     "comparison": f"{label(a, sft_enabled)} − {label(b, sft_enabled)}",
                     "a": a,
                     "b": b,
-                    "n": result["n"],
-                    "accuracy_a": result["mean_a"],
-                    "accuracy_b": result["mean_b"],
-                    "diff": result["diff"],
-                    "ci_low": result["ci_low"],
-                    "ci_high": result["ci_high"],
-                    "p_mcnemar": result["p_value"],
-                    "a_only": result["a_only"],
-                    "b_only": result["b_only"],
-                    "discordant_fraction": result["discordant_fraction"],
-                    "unscored_a": sum(v is None for v in ca.values()),
-                    "unscored_b": sum(v is None for v in cb.values()),
-                    "excluded": len(ca) - len(ids),
+                    **stats,
                     "judge": "; ".join(dict.fromkeys(judges)) or None,
                 }
             )

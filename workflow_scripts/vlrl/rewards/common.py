@@ -102,3 +102,11 @@ def correct_reward(
         answer_correct(completion_text(c), a, t, (b[0] if b else None))
         for c, a, t, b in zip(completions, answer, problem_type, boxes, strict=True)
     ]
+
+
+REWARDS = {
+    "common.format": think_answer_format_reward,
+    "common.accuracy": accuracy_reward,
+    "common.correct": correct_reward,
+}
+"""The family's rewards, by registry name (:mod:`vlrl.rewards` finds them here)."""

@@ -38,6 +38,7 @@ from vlrl.items.prompt_texts import SOPHIAVL_SYSTEM_PROMPT as SOPHIAVL_SYSTEM_PR
 from vlrl.items.prompt_texts import SOPHIAVL_THINK_PATTERN as SOPHIAVL_THINK_PATTERN
 from vlrl.items.prompt_texts import SOPHIAVL_TYPE_TEMPLATE as SOPHIAVL_TYPE_TEMPLATE
 from vlrl.items.prompt_texts import sophiavl_type as sophiavl_type
+from vlrl.rewards import ConfiguredReward
 from vlrl.rewards.common import completion_text
 
 # --- prompts (verl/utils/dataset.py): declared in vlrl.items.prompts (format ``sophiavl_think``)
@@ -347,7 +348,13 @@ def parse_thinking_score(reply: str) -> float:
 THINKING_REWARD = "sophiavl.thinking"
 """The reward-model reward: built from ``grpo.reward_model``; trust_grpo adds it itself."""
 
+
 REWARDS = {
     "sophiavl.outcome": outcome_reward,
     "sophiavl.format": format_reward,
+    # built when the run starts; named, not imported: the family stays free of the endpoint
+    # client (openai, asyncio), and vlrl.rewards.thinking imports this module
+    THINKING_REWARD: ConfiguredReward(
+        "reward_model", "vlrl.rewards.thinking:get_thinking_reward", "base_url, model"
+    ),
 }

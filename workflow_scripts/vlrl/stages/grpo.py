@@ -36,6 +36,7 @@ from vlrl.algorithms.trl_setup import (
     join_deepspeed,
     load_policy,
     peft_config,
+    quiet_progress,
     reward_functions,
     select_tasks,
     trl_config,
@@ -170,10 +171,11 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
     shutil.rmtree(checkpoints, ignore_errors=True)
     steps = times["step_time"]
     log.info(
-        "grpo: run times (kept out of %s): median step %s s, %s",
+        "grpo: run times (kept out of %s): %d logged steps, median %s s; %s",
         paths.grpo_dir(exp),
+        len(steps),
         f"{statistics.median(steps):.3f}" if steps else "-",
-        json.dumps({**times, "step_time": [round(s, 4) for s in steps]}),
+        json.dumps({k: v for k, v in times.items() if k != "step_time"}),
     )
     log.info("grpo: wrote %s", paths.grpo_dir(exp))
     return times
@@ -275,6 +277,7 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
         peft_config=peft_config(cfg.grpo),
         callbacks=callbacks,
     )
+    quiet_progress(trainer)
     if own_reload:
         trainer._load_from_checkpoint = lambda *args, **kwargs: None  # loaded above
     log.info(

@@ -48,11 +48,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from vlrl.config import ExperimentConfig
+from vlrl.config import ExperimentConfig, load_experiment
 from vlrl.config.reads import declared_reads
 from vlrl.core import paths
 from vlrl.core.files import atomic_dir, write_json
-from vlrl.reporting import curves, frames, gallery, plots, provenance, tables, versus
+from vlrl.reporting import (
+    blind,
+    curves,
+    experiments,
+    frames,
+    gallery,
+    plots,
+    provenance,
+    tables,
+    versus,
+)
 from vlrl.reporting import formatting as fmt
 from vlrl.reporting.labels import COLORS, TRUTH, label
 from vlrl.reporting.render import render
@@ -69,6 +79,8 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
     results = frames.results_rows(evaluations, cfg.score.confidence, sft)
     comparisons = frames.comparison_rows(exp, evaluations, cfg.score, cfg.seed, sft)
     published = versus.versus_rows(list(cfg.report.published), results, evaluations, sft)
+    parent = against_parent(exp, cfg)
+    prior = blind.blind_rows(exp, evaluations, cfg.score, cfg.seed, sft)
     level = fmt.level(cfg.score.confidence)
     trained = curves.read_curves(curves.curves_dir(exp)) if "grpo" in cfg.checkpoints else {}
     reward = trained.get(curves.REWARD)
@@ -99,6 +111,11 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
             for ev in evaluations
         ],
         "comparisons": tables.comparisons_table(comparisons, cfg.score.confidence),
+        "blind_lines": blind.blind_lines(prior, cfg.score.confidence),
+        "blind_table": blind.blind_table(prior, cfg.score.confidence),
+        "parent": cfg.extends,
+        "parent_lines": [r["sentence"] for r in parent],
+        "parent_table": experiments.parent_table(parent, cfg.score.confidence),
         "has_published": bool(cfg.report.published),
         "versus": tables.versus_table(published, cfg.score.confidence),
         "not_evaluated": tables.not_evaluated_table(published),
@@ -112,6 +129,12 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         "curve_names": list(trained),
         "gallery": samples,
         "gallery_boxes": any(i.problem_type == "grounding" for g in samples for i in g["entries"]),
+        "gallery_undecodable": any(
+            "\ufffd" in a.reasoning + a.answer
+            for g in samples
+            for i in g["entries"]
+            for a in i.answers
+        ),
         "gallery_n": settings.n,
         "reasoning_chars": settings.reasoning_chars,
         "truth_color": TRUTH,
@@ -124,6 +147,12 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         (tmp / "comparisons.md").write_text(render("comparisons.md.j2", **context))
         pd.DataFrame(comparisons).to_csv(tmp / "comparisons.csv", index=False)
         pd.DataFrame(published, columns=versus.COLUMNS).to_csv(tmp / "published.csv", index=False)
+        if prior:
+            pd.DataFrame(blind_csv(prior)).to_csv(tmp / "blind.csv", index=False)
+        if cfg.extends:
+            pd.DataFrame(parent, columns=experiments.COLUMNS).to_csv(
+                tmp / "parent.csv", index=False
+            )
         (tmp / "accuracy.png").write_bytes(context["accuracy_png"])
         if context["curves_png"]:
             (tmp / "grpo_curves.png").write_bytes(context["curves_png"])
@@ -140,6 +169,10 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
             r["n"],
             r["unscored"],
         )
+    for r in parent:
+        log.info("report: %s", r["sentence"])
+    for line in blind.blind_lines(prior, cfg.score.confidence):
+        log.info("report: %s", line)
     for r in comparisons:
         log.info(
             "report: %s %s: %s pts %s, McNemar p %s",
@@ -150,3 +183,25 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
             fmt.p_value(r["p_mcnemar"]),
         )
     log.info("report: wrote %s and %s", paths.report_dir(exp), paths.metrics_file(exp))
+
+
+def against_parent(exp: str, cfg: ExperimentConfig) -> list[dict]:
+    """Did the child's change help? Each benchmark and checkpoint the experiment and the one it
+    ``extends:`` both evaluate, paired on the same items
+    (:func:`vlrl.reporting.experiments.compare_rows`); none for an experiment with no parent."""
+    if not cfg.extends:
+        return []
+    parent_cfg = load_experiment(cfg.extends)
+    return experiments.compare_rows(exp, cfg.extends, cfg, parent_cfg, cfg.score, cfg.seed)
+
+
+def blind_csv(rows: list[dict]) -> list[dict]:
+    """blind.csv: one row per benchmark × model, the answer prior's numbers beside the paired
+    difference model − prior."""
+    flat = []
+    for r in rows:
+        prior = {f"prior_{k}": r[k] for k in ("n", "accuracy", "ci_low", "ci_high")}
+        basis = {"by_question": r["by_question"], "by_type": r["by_type"]}
+        for c in r["comparisons"]:
+            flat.append({"benchmark": r["benchmark"], **prior, **basis, **c})
+    return flat

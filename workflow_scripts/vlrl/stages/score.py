@@ -50,14 +50,12 @@ import logging
 from pathlib import Path
 
 from vlrl import sharing
-from vlrl.benchmarks import BenchmarkConfig, load_benchmark, protocol_for
+from vlrl.benchmarks import load_benchmark, protocol_for
 from vlrl.config import ExperimentConfig
 from vlrl.core import paths
 from vlrl.core.errors import ConfigError, StageError
 from vlrl.items.predictions import (
     MetricValue,
-    Prediction,
-    ScoredItem,
     Scores,
     TaskSummary,
     items_as_dicts,
@@ -65,84 +63,13 @@ from vlrl.items.predictions import (
     read_scores,
     write_scores,
 )
-from vlrl.scoring.candidate import Candidate
 from vlrl.scoring.judging import MAX_LISTED_FAILURES, apply_judge
 from vlrl.scoring.metrics import compute as compute_metrics
-from vlrl.scoring.protocols import ScoringProtocol, get_protocol, judge_mode
+from vlrl.scoring.protocols import get_protocol, judge_mode
 from vlrl.scoring.stats import summarize
+from vlrl.scoring.verdicts import rule_scores
 
 log = logging.getLogger(__name__)
-
-
-def rule_scores(
-    predictions: list[Prediction],
-    bench_cfg: BenchmarkConfig,
-    iou_threshold: float,
-    where: Path,
-    protocol: ScoringProtocol | None = None,
-) -> list[ScoredItem]:
-    """Score every prediction by the rules of ``protocol`` (default: the benchmark's). With
-    ``box_frame`` ``model_input``, a grounding prediction must carry its ``input_size`` and
-    ``image_sizes`` (the infer stage writes them)."""
-    protocol = protocol or get_protocol(bench_cfg.protocol)
-    items = []
-    for lineno, prediction in enumerate(predictions, 1):
-        common = {
-            "id": prediction.id,
-            "task": prediction.task,
-            "groups": prediction.groups,
-            "problem_type": prediction.problem_type,
-        }
-        if prediction.error:  # no response: nothing to score (see the module docstring)
-            items.append(
-                ScoredItem(
-                    **common,
-                    extracted=None,
-                    correct=0,
-                    score=0.0,
-                    method="failed",
-                    generation_error=prediction.error,
-                )
-            )
-            continue
-        candidate = Candidate(
-            response=prediction.response,
-            answer=prediction.answer,
-            problem_type=prediction.problem_type,
-            options=tuple(prediction.options),
-            accepted=tuple(prediction.accepted),
-            boxes=tuple(tuple(box) for box in prediction.boxes),
-            precision=prediction.precision,
-            item_id=prediction.id,
-            family=bench_cfg.family,
-            iou_threshold=iou_threshold,
-            relaxed_tolerance=bench_cfg.relaxed_tolerance,
-            box_frames=_box_frames(prediction, bench_cfg.box_frame, where, lineno),
-        )
-        try:
-            extracted, score, correct = protocol.score(candidate)
-        except (ValueError, RuntimeError) as exc:  # no rule for the type; a missing parser
-            raise StageError(f"score: {where}:{lineno}: {exc}") from None
-        items.append(
-            ScoredItem(
-                **common, extracted=extracted, correct=correct, score=float(score), method="rule"
-            )
-        )
-    return items
-
-
-def _box_frames(
-    prediction: Prediction, box_frame: str, where: Path, lineno: int
-) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-    if box_frame != "model_input" or prediction.problem_type != "grounding":
-        return None
-    sizes = prediction.image_sizes or []
-    if not prediction.input_size or not sizes:
-        raise StageError(
-            f"score: {where}:{lineno}: the benchmark's boxes are in the model-input frame "
-            "(box_frame: model_input) but the row has no input_size / image_sizes; rerun infer"
-        )
-    return tuple(prediction.input_size), tuple(sizes[0])
 
 
 def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:

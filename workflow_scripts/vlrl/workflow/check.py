@@ -48,14 +48,30 @@ def params_problems(params: Any, source: Path | str = "params.yaml") -> list[str
     []
     >>> params_problems({"experiments": ["tiny_shapes"], "seeds": [1]})
     ["params.yaml: <top>: Additional properties are not allowed ('seeds' was unexpected)"]
+    >>> params_problems({"experiment": ["tiny_shapes"]})
+    ["params.yaml: experiment: not a key of params.yaml; did you mean 'experiments'?"]
     """
     from jsonschema import Draft202012Validator
+
+    from vlrl.config.reading import did_you_mean
 
     schema = _read_yaml(schema_file())
     validator = Draft202012Validator(schema)
     problems = []
     for error in sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path)):
         where = ".".join(str(p) for p in error.absolute_path) or "<top>"
+        known = list(error.schema.get("properties", {})) if isinstance(error.schema, dict) else []
+        extra = (
+            [k for k in error.instance if k not in known]
+            if isinstance(error.instance, dict)
+            else []
+        )
+        hints = [(key, did_you_mean(str(key), known)) for key in extra]
+        if error.validator == "additionalProperties" and any(hint for _, hint in hints):
+            prefix = "" if where == "<top>" else f"{where}."
+            for key, hint in hints:
+                problems.append(f"{source}: {prefix}{key}: not a key of params.yaml{hint}")
+            continue
         problems.append(f"{source}: {where}: {error.message}")
     return problems
 
@@ -85,7 +101,7 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
     "e.yaml: prompt: 'nope' is not one of [..."
     """
     from vlrl.items.prompts import PROMPTS
-    from vlrl.rewards import REGISTRY
+    from vlrl.rewards import entry, unknown_reward
 
     problems = []
     if cfg.prompt not in PROMPTS:
@@ -94,11 +110,9 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
     if infer_prompt is not None and infer_prompt not in PROMPTS:
         problems.append(f"{source}: infer.prompt: {infer_prompt!r} is not one of {sorted(PROMPTS)}")
     rewards = cfg.grpo.rewards if cfg.grpo is not None else {}
-    unknown = sorted(set(rewards) - set(REGISTRY))
-    if unknown:
-        problems.append(
-            f"{source}: grpo.rewards: unknown rewards {unknown}; known: {sorted(REGISTRY)}"
-        )
+    for name in rewards:
+        if entry(name) is None:
+            problems.append(f"{source}: grpo.rewards: {unknown_reward(name)}")
     score = getattr(cfg, "score", None)  # absent when the file did not validate
     for index, bench in enumerate(cfg.benchmarks):
         if not paths.benchmark_file(bench).is_file():

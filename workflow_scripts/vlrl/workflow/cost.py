@@ -97,7 +97,13 @@ class _Sheet:
             return shape, "the tiny model's shape"
         if self.a.text_shape is not None:
             return self.a.text_shape, "Assumptions.text_shape"
-        return QWEN_3B_TEXT, "Qwen2.5-VL-3B-Instruct's shape (assumed)"
+        own, heads = self.model.text_shape, self.model.heads()
+        if own is not None and heads is not None:
+            kv = heads.text_kv * own.hidden_size // heads.text
+            shape = (own.hidden_size, own.num_hidden_layers, own.vocab_size, kv,
+                     own.intermediate_size)  # fmt: skip
+            return shape, "the model's config.json shape (config/models text_shape)"
+        return QWEN_3B_TEXT, "Qwen2.5-VL-3B-Instruct's shape (assumed: no text_shape stated)"
 
     def trainable(self, lora_rank: int | None, freeze_vision: bool) -> int:
         """A LoRA adapter on the language model's q,k,v,o,gate,up,down (rank x (in + out)

@@ -6,6 +6,7 @@ returns. The arithmetic per stage is :mod:`vlrl.workflow.cost`; the sources are 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from vlrl.config import TinyModelConfig
@@ -84,12 +85,31 @@ class StageEstimate:
             raise KeyError(f"{self.label}: no figure {name!r}; known: {list(found)}")
         return found[name]
 
-    def lines(self) -> list[str]:
-        """Markdown: a bold heading, then ``name: value — basis`` per figure, then assumptions."""
-        where = f"{self.devices} GPU(s)" if self.on_gpu else f"{self.devices} CPU process(es)"
-        out = [f"**{self.label}** on {where}"]
-        out += [f"- {f.name}: {f.text()} — {f.basis}" for f in self.figures]
+    @property
+    def where(self) -> str:
+        return f"{self.devices} GPU(s)" if self.on_gpu else f"{self.devices} CPU process(es)"
+
+    def body(self) -> list[str]:
+        """``name: value — basis`` per figure, then the assumptions."""
+        out = [f"- {f.name}: {f.text()} — {f.basis}" for f in self.figures]
         return out + [f"- assumes: {a}" for a in self.assumptions]
+
+    def lines(self) -> list[str]:
+        """Markdown: a bold heading, then :meth:`body`."""
+        return [f"**{self.label}** on {self.where}", *self.body()]
+
+    def unknown(self) -> str | None:
+        """Why the stage has no GPU-hours: its first unknown figure (or N), None when it has
+        them or runs on CPUs."""
+        if not self.on_gpu or self.get_or_none(GPU_HOURS) is not None:
+            return None
+        missing = next((f for f in self.figures if f.value is None), None)
+        if missing is not None:
+            return f"{missing.name} unknown: {missing.basis}"
+        return next((a for a in self.assumptions if a == UNKNOWN_N), "not estimated")
+
+    def get_or_none(self, name: str) -> float | None:
+        return {f.name: f.value for f in self.figures}.get(name)
 
 
 @dataclass(frozen=True)
@@ -107,12 +127,68 @@ class CostEstimate:
         gpu = [h for h, s in zip(hours, self.stages, strict=True) if s.on_gpu]
         return None if None in gpu else sum(h or 0.0 for h in gpu)
 
+    def known_hours(self) -> tuple[float, float, list[StageEstimate]]:
+        """GPU-hours and wall-clock hours summed over the GPU stages that have them, and the
+        GPU stages that do not (:meth:`StageEstimate.unknown` says why)."""
+        gpu = [s for s in self.stages if s.on_gpu]
+        known = [s for s in gpu if s.unknown() is None]
+        hours = sum(s.get_or_none(GPU_HOURS) or 0.0 for s in known)
+        wall = sum(s.get_or_none(WALL_HOURS) or 0.0 for s in known)
+        return hours, wall, [s for s in gpu if s.unknown() is not None]
+
+    def _total(self) -> str:
+        """The total GPU-hours as a sentence that adds up: the sum of the stages that have
+        them, and which have none and why (grouped)."""
+        hours, wall, missing = self.known_hours()
+        if not any(s.on_gpu for s in self.stages):
+            return "no GPU stage (every stage runs on CPUs)"
+        by_stage = ", ".join(f"{s.label} {s.get_or_none(GPU_HOURS):,.2f}" for s in self.stages
+                             if s.on_gpu and s.unknown() is None)  # fmt: skip
+        text = f"{'at least ' if missing else ''}{hours:,.2f} GPU-hours"
+        text += f" ({by_stage})" if by_stage else ""
+        text += f", {'at least ' if missing else ''}{wall:,.2f} h wall-clock one after another"
+        if missing:
+            groups = Counter((s.stage, s.unknown()) for s in missing)
+            text += "; not estimated: " + "; ".join(
+                f"{stage}{f' x {n}' if n > 1 else ''} ({why})" for (stage, why), n in groups.items()
+            )
+        return text
+
+    def summary(self) -> list[str]:
+        """The plan's summary lines: compute with the hardware assumed, peak memory per
+        device."""
+        gpu = [s for s in self.stages if s.on_gpu]
+        if not gpu:
+            flops = sum(s.get_or_none(FLOPS) or 0.0 for s in self.stages)
+            procs = max((s.devices for s in self.stages), default=0)
+            return [
+                f"compute: on CPUs only ({procs} process(es) at most), no GPU-hours; "
+                f"{flops:.3g} FLOP in all"
+            ]
+        lines = [f"compute: {self._total()}", f"hardware assumed: {self.assumptions[2]}"]
+        memory = [(s.get_or_none(MEMORY), s.label) for s in gpu]
+        known = [(m, label) for m, label in memory if m is not None]
+        if known:
+            peak, label = max(known)
+            lines.append(f"peak memory/device: {peak / 2**30:,.2f} GiB ({label})")
+        return lines
+
     def lines(self) -> list[str]:
-        """Markdown (and plain text): shared assumptions, each stage, the total GPU-hours."""
+        """Markdown (and plain text): shared assumptions, each stage (jobs with the same
+        figures under one heading), the total GPU-hours."""
         out = [f"- assumes: {a}" for a in self.assumptions]
-        out += [line for stage in self.stages for line in ("", *stage.lines())]
-        total = "unknown" if self.gpu_hours is None else f"{self.gpu_hours:,.2f}"
-        return [*out, "", f"total: {total} GPU-hours"]
+        groups: dict[tuple[str, str, tuple[str, ...]], list[StageEstimate]] = {}
+        for stage in self.stages:
+            groups.setdefault((stage.stage, stage.where, tuple(stage.body())), []).append(stage)
+        for (name, where, body), members in groups.items():
+            labels = [m.label.removeprefix(f"{name} ") for m in members]
+            head = (
+                members[0].label
+                if len(members) == 1
+                else f"{name} x {len(members)}: " + (", ".join(labels))
+            )
+            out += ["", f"**{head}** on {where}", *body]
+        return [*out, "", f"total: {self._total()}"]
 
 
 # Figure names: stable keys for the plan command and the tests.

@@ -113,14 +113,31 @@ REWARD_STATISTICS = {"mean": "mean", "std": "standard deviation"}
 """What TRL logs per reward function and step (``rewards/<name>/mean``, ``.../std``)."""
 
 
+LEADING = {
+    "reward": "total reward (weighted sum of the functions), per step",
+    "kl": "KL to the reference model, per step",
+    "completions/mean_length": "completion length (tokens, mean), per step",
+    "entropy": "token entropy (mean), per step",
+}
+"""The curves that say how the RL went, drawn first in this order (the total reward, then each
+reward function's, then these), before the rest of the folder in DVC's order (by name: the
+clip ratios, often flat at zero, would lead). TRL logs each of them at every logged step."""
+
+
 def plots(jobs: Iterable[Job]) -> list[dict[str, Any]]:
-    """Top-level plots: the dvclive curves of every grpo job (one plot per file, titled with
-    its path), each reward function's titled after the function (:func:`reward_plots`)."""
+    """Top-level plots of every grpo job: the curves that matter first (:data:`LEADING`, each
+    reward function's titled after the function, :func:`reward_plots`), then the dvclive folder
+    (every other curve, titled with its path); x is the optimizer step."""
     curves = []
     for job in jobs:
         if job.rule == "grpo":
             exp = job.wildcards["exp"]
-            curves += [{str(paths.grpo_curves_dir(exp)): {"x": "step"}}, *reward_plots(exp)]
+            folder = paths.grpo_curves_dir(exp)
+            lead = [
+                {str(folder / f"{name}.tsv"): {"x": "step", "title": f"{exp}: {title}"}}
+                for name, title in LEADING.items()
+            ]
+            curves += [lead[0], *reward_plots(exp), *lead[1:], {str(folder): {"x": "step"}}]
     return curves
 
 

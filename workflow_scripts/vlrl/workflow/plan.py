@@ -12,12 +12,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vlrl.core import paths
 from vlrl.workflow.dag import Planned, planned_jobs
+from vlrl.workflow.plan_text import render, rows
+
+__all__ = ["Plan", "make_plan", "render", "rows"]
 
 GB = 1e9
 
@@ -195,12 +202,14 @@ def make_plan(exp: str) -> Plan:
 
     cfg = load_checked(exp)
     before = preview.snapshot()  # the DAG build rewrites the params files of changed configs
-    jobs = planned_jobs([str(paths.report_dir(exp))], config={"experiments": [exp]})
+    times = _times(before)
+    with _quiet("vlrl.workflow.resolve"):  # one "wrote" line per params file is noise here
+        jobs = planned_jobs([str(paths.report_dir(exp))], config={"experiments": [exp]})
     found = downloads(cfg)
     model = load_model(cfg.base_model)
     estimate = _estimate(cfg, model, _train_records(cfg, exp))
     params = getattr(estimate, "parameters", None) or model.parameters
-    return Plan(
+    plan = Plan(
         experiment=exp,
         jobs=jobs,
         downloads=found,
@@ -214,6 +223,44 @@ def make_plan(exp: str) -> Plan:
         tracked=(tracked := exp in experiments_listed()),
         stale=preview.stale(jobs) if tracked else [],
     )
+    restore_params_files(before, times)
+    return plan
+
+
+def _times(texts: dict[str, str]) -> dict[str, tuple[int, int]]:
+    """``(atime, mtime)`` in ns of each file of a :func:`vlrl.workflow.preview.snapshot`."""
+    found = {}
+    for name in texts:
+        stat = (paths.root() / name).stat()
+        found[name] = (stat.st_atime_ns, stat.st_mtime_ns)
+    return found
+
+
+def restore_params_files(texts: dict[str, str], times: dict[str, tuple[int, int]]) -> None:
+    """Put the params files back as they were before the plan's DAG build rewrote them (text
+    and time) and remove the ones it created: a plan changes nothing, so an edit previewed and
+    then undone leaves neither tool anything to rerun (Snakemake compares file times)."""
+    from vlrl.workflow import preview
+
+    for name in preview.params_files():
+        path = paths.root() / name
+        if str(name) not in texts:
+            path.unlink(missing_ok=True)
+        elif path.read_text() != texts[str(name)]:
+            path.write_text(texts[str(name)])
+            os.utime(path, ns=times[str(name)])
+
+
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """Raise ``logger``'s level to WARNING for the block."""
+    log = logging.getLogger(logger)
+    level = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def _estimate(cfg: Any, model: Any, records: int | None) -> Any:
@@ -260,80 +307,3 @@ def _count_lines(path: Path) -> int | None:
         return None
     with path.open("rb") as fh:
         return sum(1 for line in fh if line.strip())
-
-
-def _agreement(plan: Plan) -> list[str]:
-    """Whether ``dvc repro`` runs what Snakemake would (:mod:`vlrl.workflow.preview`)."""
-    if not plan.tracked:
-        return [
-            "  not in params.yaml, so not in dvc.yaml: run it with "
-            f"`snakemake --cores 2 --config 'experiments=[{plan.experiment}]'`"
-        ]
-    if plan.stale:
-        return [
-            f"  dvc.yaml is stale for {', '.join(plan.stale)}: `dvc repro` stops at its `resolve` "
-            "stage until `vlrl dvc-yaml`"
-        ]
-    found = plan.preview
-    if found is None or not (found.snakemake_only or found.unknown):
-        return [
-            "  `dvc repro` runs the same stages, after its `resolve` stage (which writes the "
-            "params files); old values are what a stage last ran with"
-        ]
-    lines = []
-    if found.snakemake_only:
-        lines.append(
-            f"  `dvc repro` skips {', '.join(found.snakemake_only)}: Snakemake runs them for "
-            "file times alone (content as dvc.lock records it); `snakemake --touch --cores 1` "
-            "marks them current"
-        )
-    if found.unknown:
-        lines.append(
-            f"  whether `dvc repro` runs {', '.join(found.unknown)} is not known: a folder input "
-            "is newer than their outputs (folders are not compared with dvc.lock here)"
-        )
-    return lines
-
-
-def render(plan: Plan) -> str:
-    """The plan as text (markdown-ish, for a terminal)."""
-    lines = [f"# Plan: {plan.experiment}", ""]
-    todo, cached = plan.to_run, [p for p in plan.jobs if not p.needed]
-    lines.append(f"## Stages: {len(todo)} to run, {len(cached)} cached (Snakemake's dry run)")
-    lines += _agreement(plan)
-    why = plan.preview.why if plan.preview is not None else {}
-    for item in plan.jobs:
-        name = "--".join([item.job.rule, *item.job.wildcards.values()])
-        if not item.needed:
-            lines.append(f"  cached {name}")
-            continue
-        lines.append(f"  run    {name}")
-        reasons = why.get(name) or ([f"Snakemake: {item.reason}"] if item.reason else [])
-        lines += [f"           {reason}" for reason in reasons]
-    lines += ["", "## Downloads"]
-    for d in plan.downloads:
-        lines.append(f"  {d.kind} {d.name}: {d.source}, {_size(d.size_bytes)}: {d.state}")
-    blocked = [d for d in plan.downloads if d.blocked]
-    if blocked:
-        lines.append(f"  BLOCKED: {len(blocked)} download(s) cannot run as configured (above)")
-    lines += ["", "## Disk"]
-    total = 0.0
-    for what, size, basis in plan.disk:
-        total += size or 0.0
-        lines.append(f"  {what}: {_size(None if size is None else int(size))} ({basis})")
-    lines.append(f"  at least {total / GB:,.2f} GB")
-    lines += ["", "## Servers"]
-    lines += [f"  {s.key}: {s.how}" for s in plan.servers] or ["  none"]
-    lines += ["", "## Compute and memory (estimate)"]
-    if plan.estimate is not None:
-        lines += [f"  {line}" for line in plan.estimate.lines()]
-    if plan.reported is not None:
-        r = plan.reported
-        lines += ["", f"## Reported by the source: {r.hardware}, {r.time} ({r.source})"]
-    if plan.unknown:
-        lines += ["", "## Unknown in the public sources (the values set are stated guesses)"]
-        lines += [f"  {key}: {why}" for key, why in plan.unknown.items()]
-    if plan.deviations:
-        lines += ["", "## Deviations from the sources"]
-        lines += [f"  {key}: {why}" for key, why in plan.deviations.items()]
-    return "\n".join(lines)

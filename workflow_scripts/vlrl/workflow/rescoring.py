@@ -7,9 +7,6 @@ neither Snakemake nor DVC tracks.
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
-
 from vlrl.benchmarks import load_benchmark
 from vlrl.config import load_experiment
 from vlrl.core import paths
@@ -23,47 +20,62 @@ def _headline(scores: Scores) -> str:
     return f"{100 * metric.value:.1f}" if metric.n is not None else f"{metric.value:.2f}"
 
 
-def rescore_and_show(
+def rescored_dir(exp: str, protocol: str):
+    """Where ``vlrl rescore`` writes ``exp``'s files rescored under ``protocol``."""
+    return paths.results_dir(exp) / "rescored" / protocol
+
+
+def rescore_rows(
     exp: str, protocol: str, checkpoints: list[str] | None, benches: list[str] | None
-) -> None:
-    """Rescore ``exp``'s predictions under ``protocol`` and print a table: per benchmark and
-    checkpoint, the headline under the stage's protocol and under ``protocol``, and how many
-    verdicts changed."""
+) -> list[dict[str, str]]:
+    """Rescore ``exp``'s predictions under ``protocol``: per benchmark and checkpoint, the
+    headline under the stage's protocol and under ``protocol``, and how many verdicts changed."""
     pairs = stage.rescore(exp, load_experiment(exp), protocol, checkpoints, benches)
-    table = Table(title=f"{exp}: rescored under {protocol}")
-    for column in ("benchmark", "checkpoint", "metric", "stage (protocol)", "rescored",
-                   "verdicts changed"):  # fmt: skip
-        table.add_column(column, justify="right" if column in {"rescored", "verdicts changed"}
-                         else "left")  # fmt: skip
+    rows = []
     for new, old in pairs:
         changed = "-"
         if old is not None:
             before = {item.id: item.correct for item in old.items}
             changed = str(sum(before.get(item.id) != item.correct for item in new.items))
-        table.add_row(
-            new.benchmark,
-            new.checkpoint,
-            new.headline,
-            f"{_headline(old)} ({old.protocol})" if old else "not scored",
-            _headline(new),
-            changed,
+        rows.append(
+            {
+                "benchmark": new.benchmark,
+                "checkpoint": new.checkpoint,
+                "metric": new.headline,
+                "stage (protocol)": f"{_headline(old)} ({old.protocol})" if old else "not scored",
+                "rescored": _headline(new),
+                "verdicts changed": changed,
+            }
         )
-    Console().print(table)
-    Console().print(f"rescored files: {paths.results_dir(exp) / 'rescored' / protocol}/")
+    return rows
 
 
-def show_protocols(bench: str | None = None) -> None:
-    """Print every scoring protocol (judge use, source) with the benchmarks that support it
+PROTOCOL_HEADINGS = {
+    "protocol": "protocol",
+    "judge": "judge",
+    "source": "source",
+    "benchmarks": "benchmarks (* default)",
+}
+"""The fields of :func:`protocol_rows` and their headings in ``vlrl protocols``' table."""
+
+
+def protocol_rows(bench: str | None = None) -> list[dict[str, str]]:
+    """Every scoring protocol (judge use, source) with the benchmarks that support it
     (``*``: the benchmark's default), or only ``bench``'s."""
     names = sorted(p.stem for p in paths.benchmark_file("x").parent.glob("*.yaml"))
     configs = {name: load_benchmark(name) for name in ([bench] if bench else names)}
-    table = Table(title="scoring protocols")
-    for column in ("protocol", "judge", "source", "benchmarks (* default)"):
-        table.add_column(column)
+    rows = []
     for name, protocol in sorted(PROTOCOLS.items()):
         users = [b for b, c in configs.items() if name in c.protocols]
         if bench and not users:
             continue
         marked = [f"{b}*" if configs[b].protocol == name else b for b in users]
-        table.add_row(name, protocol.judge, protocol.source, ", ".join(marked) or "-")
-    Console().print(table)
+        rows.append(
+            {
+                "protocol": name,
+                "judge": protocol.judge,
+                "source": protocol.source,
+                "benchmarks": ", ".join(marked) or "-",
+            }
+        )
+    return rows

@@ -88,21 +88,49 @@ def shown(name: str, overrides: list[str] | None = None) -> list[Shown]:
     return rows
 
 
-def render(name: str, overrides: list[str] | None = None, only_set: bool = False) -> str:
-    """The text ``vlrl show`` prints: the chain, then one line per key (``only_set``: leave out
-    the schema's defaults), then the recipe's declared deviations from its sources."""
-    from vlrl.config import experiment_tree, load_experiment
+def selected(
+    name: str, overrides: list[str] | None = None, only_set: bool = False
+) -> tuple[Any, list[str], list[Shown]]:
+    """The validated config (as ``vlrl check`` validates it: an unknown reward fails here
+    too), its ``extends:`` chain, and the rows shown. ``only_set``: for a child, only what its
+    own file or a ``--set`` sets (what differs from its parent); for an experiment with no
+    parent, every key not at the schema's default."""
+    from vlrl.config import experiment_tree
+    from vlrl.workflow.check import load_checked
 
-    cfg = load_experiment(name, overrides)
+    cfg = load_checked(name, overrides)
     chain = experiment_tree(paths.experiment_file(name), overrides).chain
+    rows = shown(name, overrides)
+    if only_set and len(chain) > 1:
+        own = _relative(chain[0])
+        rows = [r for r in rows if r.origin.split(":")[0] in (own, "--set")]
+    elif only_set:
+        rows = [r for r in rows if r.origin != "default"]
+    return cfg, chain, rows
+
+
+def render(name: str, overrides: list[str] | None = None, only_set: bool = False) -> str:
+    """The text ``vlrl show`` prints: the chain, then one line per key (see :func:`selected`),
+    then the recipe's declared deviations from its sources."""
+    cfg, chain, rows = selected(name, overrides, only_set)
     lines = [
         f"# {name}: {cfg.description}".rstrip(": "),
         f"# files: {' ← '.join(_relative(f) for f in chain)}",
     ]
-    lines += [
-        row.line() for row in shown(name, overrides) if not (only_set and row.origin == "default")
-    ]
+    if only_set and len(chain) > 1:
+        lines.append(f"# only what differs from {cfg.extends} (this file and --set)")
+    lines += [row.line() for row in rows]
     if cfg.deviations:
         lines += ["", "# deviations from the sources:"]
         lines += [f"#   {key}: {why}" for key, why in cfg.deviations.items()]
     return "\n".join(lines)
+
+
+def rows(
+    name: str, overrides: list[str] | None = None, only_set: bool = False
+) -> list[dict[str, Any]]:
+    """The rows of :func:`render` as records (``vlrl show --format csv|json|md``)."""
+    return [
+        {"key": r.key, "value": r.value, "origin": r.origin, "note": r.note, "unknown": r.unknown}
+        for r in selected(name, overrides, only_set)[2]
+    ]

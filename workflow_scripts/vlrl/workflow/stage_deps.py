@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -47,6 +48,8 @@ tools, the command line's own plumbing (the ``vlrl.cli`` package itself: it pars
 computes) and :data:`NOT_CODE`'s sharing."""
 REWARDS = "vlrl.rewards"
 """The reward registry's package (see :func:`reward_families`)."""
+REWARDS_TABLE = "REWARDS"
+"""What a reward family module assigns: its table of rewards."""
 FILES_NAME = "FILES"
 
 
@@ -112,9 +115,10 @@ def _parse(path: Path) -> ast.Module:
         raise ConfigError(f"{path}:{exc.lineno}: cannot parse: {exc.msg}") from None
 
 
-def imported_modules(module: str, root: Path | None = None) -> set[str]:
+def imported_modules(module: str, root: Path | None = None, by_name: bool = True) -> set[str]:
     """The ``vlrl`` modules that ``module``'s source imports (one level, names that exist; an
-    old path that moved counts as the modules it moved to, :mod:`vlrl.core.moved`)."""
+    old path that moved counts as the modules it moved to, :mod:`vlrl.core.moved`), and, with
+    ``by_name``, those it names to import when it runs (:data:`NAMED_IMPORT`)."""
     path = module_file(module, root)
     if path is None:
         raise ConfigError(f"no source file for module {module} under {source_root(root)}")
@@ -135,7 +139,29 @@ def imported_modules(module: str, root: Path | None = None) -> set[str]:
         for name in (new for old in names for new in moved.current(old)):
             if (name == PACKAGE or name.startswith(PACKAGE + ".")) and module_file(name, root):
                 found.add(name)
+    for name in _named_imports(path) if by_name else ():
+        if module_file(name, root):
+            found.add(name)
     return found
+
+
+NAMED_IMPORT = re.compile(rf"^({PACKAGE}(?:\.\w+)+):\w+$")
+"""A ``"vlrl.module:function"`` string, which code imports by name when it runs
+(:func:`pkgutil.resolve_name`; a configured reward's builder): a dependency like an import."""
+
+
+def _named_imports(path: Path) -> set[str]:
+    """The modules of the ``"vlrl.module:function"`` strings in the module at ``path``.
+
+    >>> sorted(_named_imports(module_file("vlrl.rewards.sophiavl")))
+    ['vlrl.rewards.thinking']
+    """
+    return {
+        match.group(1)
+        for node in ast.walk(_parse(path))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if (match := NAMED_IMPORT.match(node.value))
+    }
 
 
 def is_not_code(module: str) -> bool:
@@ -159,9 +185,9 @@ def entry_modules(root: Path | None = None) -> set[str]:
 
 
 def reward_families(root: Path | None = None) -> set[str]:
-    """The reward family modules: those the registry (``vlrl/rewards/__init__.py``) imports at
-    module level from its own package, ``vlrl.rewards.<family>``, home of the rewards named
-    ``<family>.<name>``.
+    """The reward family modules, ``vlrl.rewards.<family>``, home of the rewards named
+    ``<family>.<name>``: the registry's public modules that assign a ``REWARDS`` table (the
+    registry finds them by name, :func:`vlrl.rewards.entry`; no file lists them).
 
     >>> sorted(reward_families())[:2]
     ['vlrl.rewards.common', 'vlrl.rewards.satori']
@@ -170,11 +196,22 @@ def reward_families(root: Path | None = None) -> set[str]:
     if path is None:
         return set()
     return {
-        f"{REWARDS}.{alias.name}"
-        for node in _parse(path).body
-        if isinstance(node, ast.ImportFrom) and node.module == REWARDS and not node.level
-        for alias in node.names
+        f"{REWARDS}.{module.stem}"
+        for module in path.parent.glob("*.py")
+        if not module.stem.startswith("_") and _literal_or_any(module, REWARDS_TABLE)
     }
+
+
+def _literal_or_any(path: Path, name: str) -> bool:
+    """Whether the module at ``path`` assigns ``name`` at module level."""
+    return any(
+        isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(
+            isinstance(target, ast.Name) and target.id == name
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+        for node in _parse(path).body
+    )
 
 
 def code_modules(
@@ -182,18 +219,18 @@ def code_modules(
 ) -> set[str]:
     """Every ``vlrl`` module the stage runs (see the module docstring), config excluded.
 
-    ``rewards`` (an experiment's ``grpo.rewards`` names) narrows the reward families to those
-    it uses: the registry imports every family, but a run calls only its own rewards, so an
-    edited family is code of only the runs that use one of its rewards (a family that other
-    code of the stage imports is still code through that import).
+    A stage that reads rewards by name (one that imports the registry, :data:`REWARDS`) runs
+    the families of the rewards it uses: those of ``rewards`` (an experiment's ``grpo.rewards``
+    names), or every family when ``rewards`` is None. The registry imports no family itself, so
+    an edited or added family is code of only the runs that use one of its rewards (a family
+    that other code of the stage imports is still code through that import).
     """
     start = f"{PACKAGE}.stages.{stage}"
     if module_file(start, root) is None:
         raise ConfigError(f"stage {stage!r} has no module {source_root(root)}/vlrl/stages/")
-    unused: set[str] = set()
+    families = reward_families(root)
     if rewards is not None:
-        used = {f"{REWARDS}.{name.split('.')[0]}" for name in rewards}
-        unused = reward_families(root) - used
+        families &= {f"{REWARDS}.{name.split('.')[0]}" for name in rewards}
     seen: set[str] = set()
     todo = [start, *entry_modules(root)]
     while todo:
@@ -202,8 +239,9 @@ def code_modules(
             if name in seen or is_not_code(name):
                 continue
             seen.add(name)
-            imported = imported_modules(name, root) - seen
-            todo.extend(imported - unused if name == REWARDS else imported)
+            todo.extend(imported_modules(name, root) - seen)
+            if name == REWARDS:
+                todo.extend(families - seen)
     return seen
 
 
