@@ -46,10 +46,15 @@ def test_the_registry_holds_every_protocol_under_its_own_name():
     assert all(protocol.name == name for name, protocol in rebuilt.items())
 
 
-def test_an_unknown_protocol_lists_every_known_one_comma_separated():
+def test_an_unknown_protocol_suggests_or_points_to_the_list():
     with pytest.raises(ConfigError) as raised:
         get_protocol("vlmeval")
-    assert str(raised.value) == f"unknown scoring protocol 'vlmeval'; known: {', '.join(NAMES)}"
+    assert str(raised.value) == (
+        f"unknown scoring protocol 'vlmeval'; {len(NAMES)} known, in `vlrl protocols`"
+    )
+    with pytest.raises(ConfigError) as raised:
+        get_protocol("vlmevalkit_2506")
+    assert str(raised.value).endswith("did you mean 'vlmevalkit_2505' or 'vlmevalkit_2608'?")
 
 
 # ------------------------------------------------------------------------------ is_maths

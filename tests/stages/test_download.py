@@ -90,10 +90,12 @@ def test_bad_dataset_config_names_its_key(project: Path, values: dict, key: str,
     assert f"datasets/bad.yaml: {key}: " in str(info.value) and why in str(info.value)
 
 
-def test_unknown_dataset_names_the_known_ones(project: Path) -> None:
+def test_unknown_dataset_suggests_or_counts_the_known_ones(project: Path) -> None:
     write_dataset_config(project, "known")
-    with pytest.raises(ConfigError, match=r"no such dataset 'nope'; known: \[.*'known'.*\]"):
+    with pytest.raises(ConfigError, match=r"no such dataset 'nope'; \d+ known, in .*datasets/$"):
         load_dataset("nope")
+    with pytest.raises(ConfigError, match=r"no such dataset 'knwon'; did you mean 'known'\?"):
+        load_dataset("knwon")
 
 
 def test_command_reports_a_missing_snapshot_in_one_line(project: Path, tmp_path: Path) -> None:

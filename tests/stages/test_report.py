@@ -549,6 +549,17 @@ def test_a_child_report_pairs_each_model_with_its_parents(project):
     assert f"- {grpo['sentence']}" in results
     assert "- child's SFT on shapes_test is tiny_shapes's own (one shared output)" in results
     assert "Against the parent, tiny_shapes" in (out / "index.html").read_text()
+    # a child that evaluates nothing its parent does (a smoke variant) has no such section
+    (project / "config/experiments/other_child.yaml").write_text(
+        "extends: tiny_shapes\nbenchmarks: [other]\ninfer: {checkpoints: [base]}\n"
+        "report:\n  gallery:\n    n: 0\n"
+    )
+    other = load_experiment("other_child")
+    write_predictions("base", "other", exp="other_child")
+    score.run("other_child", other, "base", "other")
+    report.run("other_child", other, stage_deps.code_files("report", root), root)
+    assert not (paths.report_dir("other_child") / "parent.csv").exists()
+    assert "Against the parent" not in (paths.report_dir("other_child") / "results.md").read_text()
     # an experiment with no parent has no such section and no parent.csv
     run_report(parent_cfg)
     assert (paths.report_dir(EXP) / "results.md").is_file()

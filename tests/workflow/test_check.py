@@ -324,3 +324,17 @@ def test_vllm_tensor_parallelism_must_split_the_models_heads(
     assert problem.endswith(f"Sizes that can: {sizes} (base model qwen2.5-vl-7b-instruct)")
     fine = [o.rsplit("=", 1)[0] + "=4" if o[-1].isdigit() else o for o in overrides]
     assert not [p for p in experiment_problems("sophiavl_r1", fine)[1] if "tensor" in p]
+
+
+def test_a_mistyped_protocol_of_a_benchmark_gets_a_suggestion(project):
+    """One line per unknown protocol, the closest names first, not the list of all eleven."""
+    bench = project / "config" / "benchmarks" / "shapes_test.yaml"
+    bench.write_text(bench.read_text().replace("protocols: [vlrl,", "protocols: [vlrll,"))
+    with pytest.raises(ConfigError) as info:
+        check_all()
+    problems = [line for line in str(info.value).splitlines() if "vlrll" in line]
+    assert problems, str(info.value)
+    assert all(
+        line.endswith("protocols: 'vlrll' is not a scoring protocol; did you mean 'vlrl'?")
+        for line in problems
+    ), problems

@@ -113,7 +113,7 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         "comparisons": tables.comparisons_table(comparisons, cfg.score.confidence),
         "blind_lines": blind.blind_lines(prior, cfg.score.confidence),
         "blind_table": blind.blind_table(prior, cfg.score.confidence),
-        "parent": cfg.extends,
+        "parent": cfg.extends if parent else None,
         "parent_lines": [r["sentence"] for r in parent],
         "parent_table": experiments.parent_table(parent, cfg.score.confidence),
         "has_published": bool(cfg.report.published),
@@ -149,7 +149,7 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         pd.DataFrame(published, columns=versus.COLUMNS).to_csv(tmp / "published.csv", index=False)
         if prior:
             pd.DataFrame(blind_csv(prior)).to_csv(tmp / "blind.csv", index=False)
-        if cfg.extends:
+        if parent:
             pd.DataFrame(parent, columns=experiments.COLUMNS).to_csv(
                 tmp / "parent.csv", index=False
             )
@@ -188,10 +188,13 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
 def against_parent(exp: str, cfg: ExperimentConfig) -> list[dict]:
     """Did the child's change help? Each benchmark and checkpoint the experiment and the one it
     ``extends:`` both evaluate, paired on the same items
-    (:func:`vlrl.reporting.experiments.compare_rows`); none for an experiment with no parent."""
+    (:func:`vlrl.reporting.experiments.compare_rows`); none for an experiment with no parent or
+    none in common with it."""
     if not cfg.extends:
         return []
     parent_cfg = load_experiment(cfg.extends)
+    if not experiments.common(cfg, parent_cfg):  # a smoke variant: other benchmarks
+        return []
     return experiments.compare_rows(exp, cfg.extends, cfg, parent_cfg, cfg.score, cfg.seed)
 
 

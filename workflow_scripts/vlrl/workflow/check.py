@@ -100,6 +100,7 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
     >>> registry_problems(cfg, "e.yaml")[0]  # doctest: +ELLIPSIS
     "e.yaml: prompt: 'nope' is not one of [..."
     """
+    from vlrl.config.reading import unknown_hint
     from vlrl.items.prompts import PROMPTS
     from vlrl.rewards import entry, unknown_reward
 
@@ -117,9 +118,10 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
     for index, bench in enumerate(cfg.benchmarks):
         if not paths.benchmark_file(bench).is_file():
             known = _stems(paths.benchmark_file(bench).parent)
+            hint = unknown_hint(bench, known, "config/benchmarks/")
             problems.append(
                 f"{source}: benchmarks.{index}: {bench!r} has no file "
-                f"config/benchmarks/{bench}.yaml; known: {known}"
+                f"config/benchmarks/{bench}.yaml{hint}"
             )
         elif score is not None:
             problems += _protocol_problems(source, index, bench, score)
@@ -141,6 +143,7 @@ def _protocol_problems(source: str, index: int, bench: str, score: Any) -> list[
     """The benchmark's protocols exist, the experiment's choice is one of them, and a protocol
     that is a judge's has a judge."""
     from vlrl.benchmarks import load_benchmark, protocol_for
+    from vlrl.config.reading import unknown_hint
     from vlrl.scoring.protocols import PROTOCOLS
 
     try:
@@ -150,8 +153,9 @@ def _protocol_problems(source: str, index: int, bench: str, score: Any) -> list[
     unknown = [name for name in bench_cfg.protocols if name not in PROTOCOLS]
     if unknown:
         return [
-            f"config/benchmarks/{bench}.yaml: protocols: {unknown} are not scoring protocols; "
-            f"known: {sorted(PROTOCOLS)}"
+            f"config/benchmarks/{bench}.yaml: protocols: {name!r} is not a scoring protocol"
+            f"{unknown_hint(name, PROTOCOLS, '`vlrl protocols`')}"
+            for name in unknown
         ]
     try:
         name = protocol_for(bench, bench_cfg, score.protocol)

@@ -21,6 +21,7 @@ protocol without new inference.
 
 from __future__ import annotations
 
+from vlrl.config.reading import unknown_hint
 from vlrl.core.errors import ConfigError
 from vlrl.scoring.protocols import official, papers, vlmevalkit
 from vlrl.scoring.protocols import vlrl as vlrl_rules
@@ -52,6 +53,5 @@ def get_protocol(name: str) -> ScoringProtocol:
     try:
         return PROTOCOLS[name]
     except KeyError:
-        raise ConfigError(
-            f"unknown scoring protocol {name!r}; known: {', '.join(sorted(PROTOCOLS))}"
-        ) from None
+        hint = unknown_hint(name, PROTOCOLS, "`vlrl protocols`")
+        raise ConfigError(f"unknown scoring protocol {name!r}{hint}") from None
