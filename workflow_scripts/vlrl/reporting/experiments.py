@@ -34,21 +34,37 @@ COLUMNS = [
 """The fields of :func:`compare_rows`' rows, in order (the CSV's and JSON's columns)."""
 
 
-def common(cfg_a: Any, cfg_b: Any) -> list[tuple[str, str]]:
-    """``(benchmark, checkpoint)`` that both experiments evaluate, in A's order.
+def common(cfg_a: Any, cfg_b: Any, same_data: bool = True) -> list[tuple[str, str]]:
+    """``(benchmark, checkpoint)`` that both experiments evaluate on the same items, in A's
+    order. A benchmark drawn from each experiment's own data (``loader: experiment_split``) has
+    the same items only when both read the same data (``same_data``: a child sharing its
+    parent's).
 
     >>> from types import SimpleNamespace as C
-    >>> common(C(benchmarks=["x", "y"], checkpoints=["grpo", "base"]),
-    ...        C(benchmarks=["y", "x"], checkpoints=["base", "sft", "grpo"]))
-    [('x', 'base'), ('x', 'grpo'), ('y', 'base'), ('y', 'grpo')]
+    >>> common(C(benchmarks=["mmmu_val"], checkpoints=["grpo", "base"]),
+    ...        C(benchmarks=["mmmu_val"], checkpoints=["base", "sft", "grpo"]))
+    [('mmmu_val', 'base'), ('mmmu_val', 'grpo')]
+    >>> common(C(benchmarks=["shapes_test"], checkpoints=["grpo"]),
+    ...        C(benchmarks=["shapes_test"], checkpoints=["grpo"]), same_data=False)
+    []
     """
+    from vlrl.benchmarks import load_benchmark
+
+    def comparable(bench: str) -> bool:
+        return same_data or load_benchmark(bench).loader != "experiment_split"
+
     return [
         (bench, checkpoint)
         for bench in cfg_a.benchmarks
-        if bench in cfg_b.benchmarks
+        if bench in cfg_b.benchmarks and comparable(bench)
         for checkpoint in ordered(list(cfg_a.checkpoints))
         if checkpoint in cfg_b.checkpoints
     ]
+
+
+def same_data(a: str, b: str) -> bool:
+    """Whether experiments ``a`` and ``b`` read one data folder (:mod:`vlrl.sharing`)."""
+    return sharing.data_dir(a).resolve() == sharing.data_dir(b).resolve()
 
 
 def parent_pairs(exp: str, cfg: Any, parent_cfg: Any) -> list[tuple[str, str, Path, Path]]:
@@ -58,7 +74,7 @@ def parent_pairs(exp: str, cfg: Any, parent_cfg: Any) -> list[tuple[str, str, Pa
     return [
         (bench, checkpoint, sharing.scores_file(exp, checkpoint, bench),
          sharing.scores_file(parent, checkpoint, bench))
-        for bench, checkpoint in common(cfg, parent_cfg)
+        for bench, checkpoint in common(cfg, parent_cfg, same_data(exp, parent))
     ]  # fmt: skip
 
 
@@ -106,10 +122,12 @@ def compare_rows(
     paired difference a − b (``score``'s confidence and resamples, ``seed``), or ``shared`` when
     both read one scores file. A missing scores file is an error naming it and the command that
     makes it; two experiments with nothing in common are an error too."""
-    pairs = common(cfg_a, cfg_b)
+    pairs = common(cfg_a, cfg_b, same_data(a, b))
     if not pairs:
         raise StageError(
-            f"{a} and {b} evaluate no checkpoint on a common benchmark ({a}: "
+            f"{a} and {b} evaluate no checkpoint on the same items of a common benchmark (a "
+            "benchmark split from each one's data counts only when they share the data; "
+            f"{a}: "
             f"{list(cfg_a.benchmarks)} × {list(cfg_a.checkpoints)}; {b}: "
             f"{list(cfg_b.benchmarks)} × {list(cfg_b.checkpoints)}): nothing to compare"
         )

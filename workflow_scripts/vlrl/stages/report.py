@@ -193,7 +193,8 @@ def against_parent(exp: str, cfg: ExperimentConfig) -> list[dict]:
     if not cfg.extends:
         return []
     parent_cfg = load_experiment(cfg.extends)
-    if not experiments.common(cfg, parent_cfg):  # a smoke variant: other benchmarks
+    shared_data = experiments.same_data(exp, cfg.extends)
+    if not experiments.common(cfg, parent_cfg, shared_data):  # other benchmarks, or other items
         return []
     return experiments.compare_rows(exp, cfg.extends, cfg, parent_cfg, cfg.score, cfg.seed)
 
