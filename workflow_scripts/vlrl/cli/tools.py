@@ -74,7 +74,7 @@ def compare(
     if format_ is not Format.table:
         emit(rows, format_)
         return
-    emit(wf.display(rows), format_, wf.SHOWN, title=f"A = {a}, B = {b}")
+    emit(wf.display(a, rows), format_, title=f"A = {a}, B = {b}")
     out = console()
     for row in rows:
         out.print(f"- {row['sentence']}", highlight=False)

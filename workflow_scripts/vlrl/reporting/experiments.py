@@ -163,10 +163,12 @@ def compare_rows(
     return rows
 
 
-def parent_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
-    """The child against its parent (:func:`vlrl.reporting.experiments.compare_rows`), one row
-    per benchmark × checkpoint: both accuracies, the paired difference child − parent with its
-    interval, McNemar's p, n; a checkpoint both read from one output is marked shared."""
+def cells(
+    rows: list[dict[str, Any]], confidence: float, a: str = "A", b: str = "B"
+) -> list[dict[str, str]]:
+    """:func:`compare_rows` as table cells, columns headed ``a`` and ``b``: both accuracies, the
+    paired difference a − b with its interval, McNemar's p, n; a checkpoint both read from one
+    output is marked shared."""
     table = []
     for r in rows:
         shared = r["shared"]
@@ -174,9 +176,9 @@ def parent_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
             {
                 "benchmark": r["benchmark"],
                 "model": r["model"],
-                "child": "shared" if shared else fmt.value(r["accuracy_a"]),
-                "parent": "shared" if shared else fmt.value(r["accuracy_b"]),
-                "child − parent (pts)": fmt.DASH if shared else fmt.signed(r["diff"]),
+                a: "shared" if shared else fmt.value(r["accuracy_a"]),
+                b: "shared" if shared else fmt.value(r["accuracy_b"]),
+                f"{a} − {b} (pts)": fmt.DASH if shared else fmt.signed(r["diff"]),
                 f"{fmt.level(confidence)} CI (paired bootstrap)": (
                     fmt.DASH if shared else fmt.signed_interval(r["ci_low"], r["ci_high"])
                 ),
@@ -184,4 +186,9 @@ def parent_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
                 "n paired": fmt.DASH if shared else fmt.count(r["n"]),
             }
         )
-    return pd.DataFrame(table)
+    return table
+
+
+def parent_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
+    """The child against its parent: :func:`cells` headed child and parent."""
+    return pd.DataFrame(cells(rows, confidence, "child", "parent"))

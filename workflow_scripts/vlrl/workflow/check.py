@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vlrl.config.reading import unknown_hint
 from vlrl.core import paths
 from vlrl.core.errors import ConfigError
 
@@ -100,7 +101,6 @@ def registry_problems(cfg: Any, source: Path | str) -> list[str]:
     >>> registry_problems(cfg, "e.yaml")[0]  # doctest: +ELLIPSIS
     "e.yaml: prompt: 'nope' is not one of [..."
     """
-    from vlrl.config.reading import unknown_hint
     from vlrl.items.prompts import PROMPTS
     from vlrl.rewards import entry, unknown_reward
 
@@ -143,7 +143,6 @@ def _protocol_problems(source: str, index: int, bench: str, score: Any) -> list[
     """The benchmark's protocols exist, the experiment's choice is one of them, and a protocol
     that is a judge's has a judge."""
     from vlrl.benchmarks import load_benchmark, protocol_for
-    from vlrl.config.reading import unknown_hint
     from vlrl.scoring.protocols import PROTOCOLS
 
     try:

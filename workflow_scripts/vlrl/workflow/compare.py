@@ -8,19 +8,6 @@ from typing import Any
 
 from vlrl.config import load_experiment
 from vlrl.reporting import experiments
-from vlrl.reporting import formatting as fmt
-
-SHOWN = {
-    "benchmark": "benchmark",
-    "model": "model",
-    "accuracy_a": "A",
-    "accuracy_b": "B",
-    "difference": "A − B (pts)",
-    "interval": "interval",
-    "p": "McNemar p",
-    "n": "n",
-}
-"""The table's columns (``--format table``); CSV, JSON and Markdown have every field."""
 
 
 def compare(a: str, b: str) -> list[dict[str, Any]]:
@@ -29,21 +16,7 @@ def compare(a: str, b: str) -> list[dict[str, Any]]:
     return experiments.compare_rows(a, b, cfg_a, cfg_b, cfg_a.score, cfg_a.seed)
 
 
-def display(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows with the table's cells as text (percent, signed points, intervals)."""
-    shown = []
-    for r in rows:
-        shared = r["shared"]
-        shown.append(
-            {
-                "benchmark": r["benchmark"],
-                "model": r["model"],
-                "accuracy_a": "shared" if shared else fmt.value(r["accuracy_a"]),
-                "accuracy_b": "shared" if shared else fmt.value(r["accuracy_b"]),
-                "difference": "-" if shared else fmt.signed(r["diff"]),
-                "interval": "-" if shared else fmt.signed_interval(r["ci_low"], r["ci_high"]),
-                "p": "-" if shared else fmt.p_value(r["p_mcnemar"]),
-                "n": "-" if shared else fmt.count(r["n"]),
-            }
-        )
-    return shown
+def display(a: str, rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The rows as the table's cells (:func:`vlrl.reporting.experiments.cells`), at A's
+    confidence."""
+    return experiments.cells(rows, load_experiment(a).score.confidence)
