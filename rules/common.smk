@@ -174,7 +174,7 @@ def get_benchmark_inputs(wildcards):
     """The files a benchmark's items come from, and its config file."""
     return [
         *(str(p) for p in benchmarks.benchmark_inputs(wildcards.exp, wildcards.bench)),
-        rel(paths.benchmark_file(wildcards.bench)),
+        *(rel(f) for f in benchmarks.benchmark_files(wildcards.bench)),
     ]
 
 
@@ -228,7 +228,7 @@ def get_report_benchmarks(wildcards):
     files = []
     for bench in cfg.benchmarks:
         files += [str(p) for p in benchmarks.benchmark_inputs(wildcards.exp, bench)]
-        files.append(rel(paths.benchmark_file(bench)))
+        files += [rel(f) for f in benchmarks.benchmark_files(bench)]
     return list(dict.fromkeys(files))
 
 

@@ -28,7 +28,7 @@ rule infer:
 rule score:
     input:
         predictions=get_predictions,
-        bench=lambda wildcards: rel(paths.benchmark_file(wildcards.bench)),
+        bench=lambda wildcards: [rel(f) for f in benchmarks.benchmark_files(wildcards.bench)],
         code=code("score"),
         params=stage_params("score"),
     output:

@@ -106,3 +106,45 @@ def test_bad_benchmark_config_names_its_key(project: Path, values: dict, key: st
     with pytest.raises(ConfigError) as info:
         load_benchmark("b")
     assert f"benchmarks/b.yaml: {key}: " in str(info.value) and why in str(info.value)
+
+
+def test_a_blank_images_benchmark_is_its_twin_under_its_own_name(project: Path) -> None:
+    from vlrl.benchmarks import benchmark_files
+
+    write_benchmark(project, "twin", blank_images_of="shapes_test")
+    seeing, blank = load_benchmark("shapes_test"), load_benchmark("twin")
+
+    assert blank.blank_images_of == "shapes_test" and seeing.blank_images_of is None
+    assert blank.model_dump(exclude={"blank_images_of", "description"}) == seeing.model_dump(
+        exclude={"blank_images_of", "description"}
+    )
+    assert blank.description == "shapes_test, every image blanked"
+    assert benchmark_files("twin") == [paths.benchmark_file("twin"), paths.benchmark_file(
+        "shapes_test")]  # fmt: skip
+    assert benchmark_files("shapes_test") == [paths.benchmark_file("shapes_test")]
+
+
+@pytest.mark.parametrize(
+    ("values", "why"),
+    [
+        (
+            {"blank_images_of": "shapes_test", "split": "val", "max_items": 3},
+            "b.yaml: max_items, split: a blank_images_of benchmark takes every key but "
+            "description from 'shapes_test'",
+        ),
+        (
+            {"blank_images_of": "shapes_tset"},
+            "b.yaml: blank_images_of: 'shapes_tset' has no file",
+        ),
+        ({"blank_images_of": "shapes_test_blank"}, "'shapes_test_blank' blanks images itself"),
+    ],
+)
+def test_a_bad_blank_images_benchmark_names_what_is_wrong(
+    project: Path, values: dict, why: str
+) -> None:
+    write_benchmark(project, "b", **values)
+    with pytest.raises(ConfigError) as info:
+        load_benchmark("b")
+    assert why in str(info.value)
+    if "tset" in why:
+        assert "did you mean" in str(info.value) and "shapes_test" in str(info.value)

@@ -66,7 +66,7 @@ def test_a_mistyped_key_of_a_named_file_names_the_key_meant(tmp_path: Path) -> N
 def test_an_unknown_experiment_or_benchmark_names_the_one_meant() -> None:
     code, _, err = vlrl("show", "tiny_shape")
     assert code == 2 and err.endswith("did you mean 'tiny_shapes' or 'tiny_shapes_satori'?")
-    with pytest.raises(ConfigError, match=r"did you mean 'shapes_test'\?$"):
+    with pytest.raises(ConfigError, match=r"did you mean 'shapes_test' or 'shapes_test_blank'\?$"):
         load_benchmark("shapes_tset")
 
 

@@ -43,6 +43,7 @@ SHRUNK_DEFAULT = {
     "grpo.max_completion_length": 8,
     "grpo.logging_steps": 1,
     "infer.max_new_tokens": 8,
+    "benchmarks": ["shapes_test"],  # (shapes_test_blank: the same jobs again, blanked)
 }
 """Values that shrink the default experiment (config/experiments/tiny_shapes.yaml) to a run of
 every stage in about a minute."""

@@ -71,7 +71,9 @@ def open_in_browser(page_file: Path) -> dict[str, Any]:
     return {**shown, **seen}
 
 
-def write_predictions(checkpoint: str, chance: float, n: int = 30) -> None:
+def write_predictions(
+    checkpoint: str, chance: float, n: int = 30, bench: str = "shapes_test"
+) -> None:
     """``n`` answers to numerical items, right on a fixed share (``chance``) of them."""
     rows = [
         {
@@ -90,7 +92,7 @@ def write_predictions(checkpoint: str, chance: float, n: int = 30) -> None:
         }
         for i in range(n)
     ]
-    path = paths.predictions_file(EXP, checkpoint, "shapes_test")
+    path = paths.predictions_file(EXP, checkpoint, bench)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -120,6 +122,8 @@ def index_html(project: Path) -> Path:
     for checkpoint, chance in zip(cfg.checkpoints, (0.2, 0.5, 0.7), strict=True):
         write_predictions(checkpoint, chance)
         score.run(EXP, cfg, checkpoint, "shapes_test")
+        write_predictions(checkpoint, chance / 2, bench="shapes_test_blank")
+        score.run(EXP, cfg, checkpoint, "shapes_test_blank")
     write_curves()
     root = stage_deps.source_root().parent
     report.run(EXP, cfg, stage_deps.code_files("report", root), root)

@@ -153,3 +153,44 @@ def test_model_input_sizes_are_the_processors_resize(tiny_model_dir: Path, tmp_p
 
     assert sizes == [[int(grid[2]) * 14, int(grid[1]) * 14], None]
     assert sizes[0][0] % 28 == 0 and sizes[0][1] % 28 == 0  # whole merged patches
+
+
+def test_a_blank_images_benchmark_shows_the_same_items_with_gray_images(
+    project: Path, shapes_data: Path, endpoint
+) -> None:
+    """shapes_test_blank (blank_images_of: shapes_test) asks the same items, each image
+    replaced by a uniform gray one of the same size; shapes_test shows the pictures. Seen by a
+    real local server through the ``openai`` backend, as any backend gets them."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    model_dir = paths.model_resource("tiny-qwen2.5-vl")
+    model_dir.mkdir(parents=True)
+    (model_dir / "config.json").write_text("{}")
+    seen: list[Image.Image] = []
+
+    def reply(body: dict) -> str:
+        for part in body["messages"][-1]["content"]:
+            if part["type"] == "image_url":
+                data = part["image_url"]["url"].split(",", 1)[1]
+                seen.append(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB"))
+        return "<answer>3</answer>"
+
+    endpoint.state.replier = reply
+    server = f"{{base_url: '{endpoint.base_url}', concurrency: 1}}"
+    cfg = load_experiment("tiny_shapes", ["infer.backend=openai", f"infer.openai={server}"])
+    shown = {}
+    for bench in (BENCH, "shapes_test_blank"):
+        seen.clear()
+        infer.run("tiny_shapes", cfg, "base", bench)
+        rows = read_jsonl(paths.predictions_file("tiny_shapes", "base", bench))
+        shown[bench] = ([r["id"] for r in rows], [r["prompt"] for r in rows], list(seen))
+    ids, prompts, pictures = shown[BENCH]
+    blank_ids, blank_prompts, blanks = shown["shapes_test_blank"]
+    assert (blank_ids, blank_prompts) == (ids, prompts) and len(blanks) == len(pictures) == 20
+    assert [b.size for b in blanks] == [p.size for p in pictures]
+    assert all(b.getcolors() == [(b.width * b.height, infer.BLANK)] for b in blanks)
+    assert all(len(p.getcolors(256 * 256) or range(2)) > 1 for p in pictures)

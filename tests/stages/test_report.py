@@ -39,8 +39,10 @@ OUTPUTS = [
 
 
 def write_predictions(
-    checkpoint: str, bench: str, n: int = 90, seed: int = 0, exp: str = EXP
+    checkpoint: str, bench: str, n: int = 90, seed: int = 0, exp: str = EXP, items_of: str = ""
 ) -> None:
+    """Synthetic predictions of ``checkpoint`` (right with its SKILL); ``items_of``: the items
+    of another benchmark (ids included), as a blank_images_of benchmark asks them."""
     rng = np.random.default_rng([seed, list(SKILL).index(checkpoint)])
     rows = []
     for i in range(n):
@@ -48,7 +50,7 @@ def write_predictions(
         ptype, answer, right, wrong = TASKS[task]
         rows.append(
             {
-                "id": f"{bench}-{i:03d}",
+                "id": f"{items_of or bench}-{i:03d}",
                 "task": task,
                 "problem_type": ptype,
                 "problem": f"question {i}",
@@ -509,7 +511,8 @@ def test_a_child_report_pairs_each_model_with_its_parents(project):
     says it in a sentence; parent.csv has the fields `vlrl compare` prints."""
     parent_cfg = scored(["report.gallery.n=0"])
     (project / "config/experiments/child.yaml").write_text(
-        "extends: tiny_shapes\ngrpo:\n  learning_rate: 1.0e-4\nreport:\n  gallery:\n    n: 0\n"
+        "extends: tiny_shapes\nbenchmarks: [shapes_test]\ngrpo:\n  learning_rate: 1.0e-4\n"
+        "report:\n  gallery:\n    n: 0\n"
     )
     cfg = load_experiment("child")
     write_predictions("grpo", "shapes_test", seed=7, exp="child")
@@ -565,3 +568,68 @@ def test_a_child_report_pairs_each_model_with_its_parents(project):
     assert (paths.report_dir(EXP) / "results.md").is_file()
     assert not (paths.report_dir(EXP) / "parent.csv").exists()
     assert "Against the parent" not in (paths.report_dir(EXP) / "results.md").read_text()
+
+
+def test_blanked_images_say_what_looking_adds_and_how_much_of_each_gain_remains(project):
+    """shapes_test_blank asks shapes_test's items with the images blanked: the report pairs
+    each checkpoint with itself seeing, and each gain with the same gain blanked (numbers
+    recomputed here with scipy); the blank benchmark gets no answer prior and no gallery."""
+    cfg = load_experiment(EXP, ["benchmarks=[shapes_test, shapes_test_blank]"])
+    resolve.ensure("base_model", cfg.base_model)
+    for checkpoint in cfg.checkpoints:
+        write_predictions(checkpoint, "shapes_test")
+        write_predictions(checkpoint, "shapes_test_blank", seed=3, items_of="shapes_test")
+        for bench in ("shapes_test", "shapes_test_blank"):
+            score.run(EXP, cfg, checkpoint, bench)
+    write_images()
+    run_report(cfg)
+
+    def correct(checkpoint: str, bench: str) -> np.ndarray:
+        return np.array([i["correct"] for i in items_of(checkpoint, bench)])
+
+    out = paths.report_dir(EXP)
+    table = pd.read_csv(out / "blanked.csv")
+    rows = table[table.kind == "checkpoint"].set_index("checkpoint")
+    gains = table[table.kind == "gain"].set_index("comparison")
+    assert list(rows.index) == ["base", "sft", "grpo"]
+    assert set(table.benchmark) == {"shapes_test"} and set(table.blank) == {"shapes_test_blank"}
+    resamples = cfg.score.bootstrap_resamples
+    for checkpoint in cfg.checkpoints:
+        seeing, blank = correct(checkpoint, "shapes_test"), correct(checkpoint, "shapes_test_blank")
+        row = rows.loc[checkpoint]
+        assert row["blanked"] == pytest.approx(blank.mean())
+        assert (row["blanked_ci_low"], row["blanked_ci_high"]) == pytest.approx(
+            scipy_wilson(blank.sum(), len(blank), 0.95)
+        )
+        assert row["image_adds"] == pytest.approx(seeing.mean() - blank.mean())
+        low, high = scipy_paired_bootstrap(seeing, blank, 0.95, resamples, 0)
+        assert (row["image_adds_ci_low"], row["image_adds_ci_high"]) == pytest.approx((low, high))
+    for a, b, name in [("sft", "base", "SFT − base"), ("grpo", "sft", "SFT+GRPO − SFT"),
+                       ("grpo", "base", "SFT+GRPO − base")]:  # fmt: skip
+        gain = gains.loc[name]
+        blank_a, blank_b = correct(a, "shapes_test_blank"), correct(b, "shapes_test_blank")
+        seeing_a, seeing_b = correct(a, "shapes_test"), correct(b, "shapes_test")
+        assert gain["blanked"] == pytest.approx(blank_a.mean() - blank_b.mean())
+        assert gain["with_image"] == pytest.approx(seeing_a.mean() - seeing_b.mean())
+        low, high = scipy_paired_bootstrap(blank_a, blank_b, 0.95, resamples, 0)
+        assert (gain["blanked_ci_low"], gain["blanked_ci_high"]) == pytest.approx((low, high))
+        # the part from looking: the gain with the image minus blanked, item by item
+        per_item = (seeing_a - seeing_b) - (blank_a - blank_b)
+        assert gain["looking"] == pytest.approx(per_item.mean())
+        assert gain["looking"] == pytest.approx(gain["with_image"] - gain["blanked"])
+        low, high = scipy_paired_bootstrap(per_item, np.zeros(len(per_item)), 0.95, resamples, 0)
+        assert (gain["looking_ci_low"], gain["looking_ci_high"]) == pytest.approx((low, high))
+
+    results = (out / "results.md").read_text()
+    assert "on shapes_test (" in results and "on shapes_test_blank (" not in results  # the lead
+    sft = gains.loc["SFT − base"]
+    assert (
+        f"With every image of shapes_test blanked, SFT − base is "
+        f"{100 * sft['blanked']:+.1f} points" in results
+    )
+    assert "image adds (95% CI)" in results and "blanked.csv has every field" in results
+    assert "With every image of shapes_test blanked" in (out / "index.html").read_text()
+    blind = out / "blind.csv"
+    assert not blind.exists() or "shapes_test_blank" not in blind.read_text()
+    gallery = (out / "index.html").read_text().split('<h2 id="gallery">')[1].split("<h2")[0]
+    assert "<h3>shapes_test</h3>" in gallery and "<h3>shapes_test_blank</h3>" not in gallery

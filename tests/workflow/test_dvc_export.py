@@ -152,7 +152,7 @@ def test_tiny_shapes_stage_contents(tiny):
 
     report = stages[f"report--{EXP}"]
     assert report["cmd"] == f"{vlrl} report {EXP}"
-    scores = [str(paths.scores_file(EXP, c, bench)) for c in cfg.checkpoints]
+    scores = [str(paths.scores_file(EXP, c, b)) for c in cfg.checkpoints for b in cfg.benchmarks]
     assert report["deps"][: len(scores)] == scores
     assert "workflow_scripts/vlrl/stages/score.py" not in report["deps"]
     assert _outs(report) == [str(paths.report_dir(EXP))]

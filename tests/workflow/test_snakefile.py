@@ -122,11 +122,12 @@ def test_snakemake_rejects_an_unknown_params_key(tmp_path):
 @pytest.mark.parametrize(
     ("cpu_threads", "held_cores"),
     # Snakemake prints no "threads:" line for a one-thread job.
-    [("1", ["2"] * 5), ("3", ["4"] * 5), ("null", ["4"] * 5)],
+    # sft, grpo and 6 infer jobs (3 checkpoints x shapes_test and shapes_test_blank)
+    [("1", ["2"] * 8), ("3", ["4"] * 8), ("null", ["4"] * 8)],
 )
 def test_jobs_hold_the_experiments_cpu_threads(tmp_path, cpu_threads, held_cores):
     """sft and grpo hold cpu_threads cores (all cores when unset) per training process, each of
-    the three infer jobs per worker process (tiny_shapes: 2 of each), at most --cores."""
+    the infer jobs per worker process (tiny_shapes: 2 of each), at most --cores."""
     for item in ("Snakefile", "rules", "config", "params.yaml", "workflow_scripts"):
         src = ROOT / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)

@@ -22,6 +22,7 @@ from pydantic import Field, model_validator
 from vlrl import sharing
 from vlrl.config import KeyProblems, Section, load_named
 from vlrl.config.base import UniqueList
+from vlrl.config.reading import unknown_hint
 from vlrl.core import paths
 from vlrl.core.errors import ConfigError, DataError
 from vlrl.items.records import Record, read_records
@@ -104,6 +105,14 @@ class BenchmarkConfig(Section):
     """One benchmark: where its items come from, how they are asked and how they are scored."""
 
     description: str = ""
+    blank_images_of: str | None = Field(
+        None,
+        pattern=r"^[^/]+$",
+        description="This benchmark is the named one with every image replaced by a uniform "
+        "gray image of the same size and mode (the model gets the same image tokens and no "
+        "content): what each checkpoint answers without looking. Every other key comes from "
+        "that benchmark; only description may be set beside it. The report pairs the two.",
+    )
     loader: Literal["experiment_split", "records"] = Field(
         "experiment_split",
         description="experiment_split: a held-out split of the experiment's data. records: a "
@@ -219,8 +228,45 @@ def protocol_for(bench: str, cfg: BenchmarkConfig, chosen: dict[str, str]) -> st
 
 
 def load_benchmark(name: str) -> BenchmarkConfig:
-    """Load and validate ``config/benchmarks/<name>.yaml``."""
-    return load_named(paths.benchmark_file(name), BenchmarkConfig, "benchmark")
+    """Load and validate ``config/benchmarks/<name>.yaml``; a ``blank_images_of`` benchmark
+    comes back as the one it blanks, with its own name there and its own description."""
+    path = paths.benchmark_file(name)
+    cfg = load_named(path, BenchmarkConfig, "benchmark")
+    if cfg.blank_images_of is None:
+        return cfg
+    others = sorted(cfg.model_fields_set - {"description", "blank_images_of"})
+    if others:
+        raise ConfigError(
+            f"{path}: {', '.join(others)}: a blank_images_of benchmark takes every key but "
+            f"description from {cfg.blank_images_of!r}; remove them"
+        )
+    seeing_path = paths.benchmark_file(cfg.blank_images_of)
+    if not seeing_path.is_file():
+        known = sorted(p.stem for p in path.parent.glob("*.yaml"))
+        hint = unknown_hint(cfg.blank_images_of, known, f"{path.parent}/")
+        raise ConfigError(
+            f"{path}: blank_images_of: {cfg.blank_images_of!r} has no file {seeing_path}{hint}"
+        )
+    seeing = load_named(seeing_path, BenchmarkConfig, "benchmark")
+    if seeing.blank_images_of is not None:
+        raise ConfigError(
+            f"{path}: blank_images_of: {cfg.blank_images_of!r} blanks images itself; name the "
+            f"benchmark that shows them ({seeing.blank_images_of!r})"
+        )
+    return seeing.model_copy(
+        update={
+            "blank_images_of": cfg.blank_images_of,
+            "description": cfg.description or f"{cfg.blank_images_of}, every image blanked",
+        }
+    )
+
+
+def benchmark_files(name: str) -> list[Path]:
+    """The config files a benchmark is read from: its own, and the one it blanks (if it is a
+    ``blank_images_of`` benchmark)."""
+    own = paths.benchmark_file(name)
+    seeing = load_benchmark(name).blank_images_of
+    return [own] if seeing is None else [own, paths.benchmark_file(seeing)]
 
 
 def benchmark_inputs(exp: str, bench: str) -> list[Path]:

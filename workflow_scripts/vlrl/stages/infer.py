@@ -1,5 +1,7 @@
 """infer stage: predictions of one model of the experiment on one benchmark.
 
+A ``blank_images_of`` benchmark is its twin's items with every image blanked (:func:`blanked`).
+
 Writes ``results/<exp>/predictions/<checkpoint>/<bench>.jsonl``, one
 :class:`vlrl.items.predictions.Prediction` per item (the raw response kept for the judge),
 atomically. A row's ``error`` is None, or says why the ``openai`` backend got no response for
@@ -104,6 +106,7 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
                     i,
                     gpus=cfg.resources.infer.gpus,
                     max_images=max((len(p) for p in images), default=0),
+                    blank_images=bench_cfg.blank_images_of is not None,
                 ),
                 conversations,
                 images,
@@ -263,6 +266,24 @@ class Shard:
     """The job's GPUs (``resources.infer.gpus``): the vllm backend's tensor parallelism."""
     max_images: int | None = None
     """The most images one item has: what the vllm backend admits per prompt."""
+    blank_images: bool = False
+    """Show every image blanked (:func:`blanked`): a ``blank_images_of`` benchmark."""
+
+
+BLANK = (128, 128, 128)
+"""The colour of a blanked image: mid gray, no content to read."""
+
+
+def blanked(image: Image.Image) -> Image.Image:
+    """A uniform :data:`BLANK` image of ``image``'s size: the processor makes the same image
+    tokens of it (the same resize, the same grid), so the prompt differs only in what the image
+    shows.
+
+    >>> img = blanked(Image.new("RGB", (30, 20), (255, 0, 0)))
+    >>> img.size, img.getcolors()
+    ((30, 20), [(600, (128, 128, 128))])
+    """
+    return Image.new("RGB", image.size, BLANK)
 
 
 def model_input_sizes(model_dir: Path, image_paths: list[list[str]]) -> list[list[int] | None]:
@@ -307,6 +328,8 @@ def generate_shard(
             [Image.open(p).convert("RGB") for p in paths_]
             for paths_ in image_paths[start : start + size]
         ]
+        if shard.blank_images:
+            images = [[blanked(img) for img in item] for item in images]
         responses = generator.generate(conversations[start : start + size], images)
         # A failure (not a text) is kept as its message: the row records it as the error.
         partial.save(start, [r if isinstance(r, str) else {"error": str(r)} for r in responses])

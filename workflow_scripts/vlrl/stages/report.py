@@ -26,6 +26,11 @@ from the Jinja templates of :mod:`vlrl.reporting.render` and the data frames of
   discordant share;
 - ``published.csv``: the linked published numbers beside the reproduced ones (no rows when the
   experiment links none);
+- ``blind.csv`` / ``blanked.csv``: what a model that cannot see scores
+  (:mod:`vlrl.reporting.blind`: the answer prior against each model) and each model with the
+  images blanked (:mod:`vlrl.reporting.blanked`, for a ``blank_images_of`` benchmark beside its
+  twin: what looking adds, and each gain with and without the image); ``parent.csv``: a
+  child against the experiment it extends;
 - ``accuracy.png``: grouped bars per task and overall, error bars = the intervals;
 - ``grpo_curves.png`` (when the experiment evaluates GRPO): the dvclive training curves;
 - ``reward_curve.png`` (when those curves have the total reward): the reward GRPO optimised,
@@ -53,6 +58,7 @@ from vlrl.config.reads import declared_reads
 from vlrl.core import paths
 from vlrl.core.files import atomic_dir, write_json
 from vlrl.reporting import (
+    blanked,
     blind,
     curves,
     experiments,
@@ -81,6 +87,8 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
     published = versus.versus_rows(list(cfg.report.published), results, evaluations, sft)
     parent = against_parent(exp, cfg)
     prior = blind.blind_rows(exp, evaluations, cfg.score, cfg.seed, sft)
+    blank = blanked.blanked_rows(exp, evaluations, cfg.score, cfg.seed, sft)
+    blanked_benchmarks = {r["blank"] for r in blank}
     level = fmt.level(cfg.score.confidence)
     trained = curves.read_curves(curves.curves_dir(exp)) if "grpo" in cfg.checkpoints else {}
     reward = trained.get(curves.REWARD)
@@ -88,13 +96,18 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
     samples = [
         {"name": ev.bench, "entries": gallery.build(exp, ev, settings, cfg.seed, sft)}
         for ev in evaluations
-        if settings.n
+        if settings.n and ev.config.blank_images_of is None  # its twin shows the same items
     ]
     context = {
         "title": cfg.report.title or exp,
         "description": cfg.description,
         "level": level,
-        "lead": tables.lead_lines(comparisons, sft, cfg.score.confidence),
+        # a blank-image benchmark's gains are told beside its twin's (blanked_lines)
+        "lead": tables.lead_lines(
+            [r for r in comparisons if r["benchmark"] not in blanked_benchmarks],
+            sft,
+            cfg.score.confidence,
+        ),
         "reward_png": None if reward is None else curves.plot_reward(reward),
         "reward_axis": None if reward is None else reward.columns[0],
         "seed": cfg.seed,
@@ -113,6 +126,9 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         "comparisons": tables.comparisons_table(comparisons, cfg.score.confidence),
         "blind_lines": blind.blind_lines(prior, cfg.score.confidence),
         "blind_table": blind.blind_table(prior, cfg.score.confidence),
+        "blanked_lines": blanked.blanked_lines(blank),
+        "blanked_table": blanked.blanked_table(blank, cfg.score.confidence),
+        "gains_table": blanked.gains_table(blank, cfg.score.confidence),
         "parent": cfg.extends if parent else None,
         "parent_lines": [r["sentence"] for r in parent],
         "parent_table": experiments.parent_table(parent, cfg.score.confidence),
@@ -149,6 +165,8 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         pd.DataFrame(published, columns=versus.COLUMNS).to_csv(tmp / "published.csv", index=False)
         if prior:
             pd.DataFrame(blind_csv(prior)).to_csv(tmp / "blind.csv", index=False)
+        if blank:
+            pd.DataFrame(blanked.blanked_csv(blank)).to_csv(tmp / "blanked.csv", index=False)
         if parent:
             pd.DataFrame(parent, columns=experiments.COLUMNS).to_csv(
                 tmp / "parent.csv", index=False
@@ -171,7 +189,7 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         )
     for r in parent:
         log.info("report: %s", r["sentence"])
-    for line in blind.blind_lines(prior, cfg.score.confidence):
+    for line in [*blind.blind_lines(prior, cfg.score.confidence), *blanked.blanked_lines(blank)]:
         log.info("report: %s", line)
     for r in comparisons:
         log.info(

@@ -326,24 +326,22 @@ def _checked_benchmark(name: str) -> Any:
     from vlrl.items.prompts import PROMPTS
 
     cfg = load_benchmark(name)
-    problems = []
+    if cfg.blank_images_of is not None:  # its keys are its twin's, checked in the twin's file
+        return cfg
+    file, problems = paths.benchmark_file(name), []
     if cfg.prompt is not None and cfg.prompt not in PROMPTS:
-        known = sorted(PROMPTS)
-        problems.append(
-            f"{paths.benchmark_file(name)}: prompt: {cfg.prompt!r} is not one of {known}"
-        )
+        problems.append(f"{file}: prompt: {cfg.prompt!r} is not one of {sorted(PROMPTS)}")
     if cfg.judge is not None and cfg.judge.prompt is not None:
         from vlrl.scoring.judge_prompts import PROMPTS as JUDGE_PROMPTS
 
         if cfg.judge.prompt not in JUDGE_PROMPTS:
             problems.append(
-                f"{paths.benchmark_file(name)}: judge.prompt: {cfg.judge.prompt!r} is not one of "
-                f"{sorted(JUDGE_PROMPTS)}"
+                f"{file}: judge.prompt: {cfg.judge.prompt!r} is not one of {sorted(JUDGE_PROMPTS)}"
             )
     if cfg.dataset is not None and not paths.dataset_file(cfg.dataset).is_file():
         known = _stems(paths.dataset_file(cfg.dataset).parent)
         problems.append(
-            f"{paths.benchmark_file(name)}: dataset: {cfg.dataset!r} has no file "
+            f"{file}: dataset: {cfg.dataset!r} has no file "
             f"config/datasets/{cfg.dataset}.yaml; known: {known}"
         )
     if problems:

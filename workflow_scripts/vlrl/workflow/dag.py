@@ -40,6 +40,8 @@ class Job:
     resources: dict[str, Any] = field(default_factory=dict)
     """What the job asks the scheduler for (Snakemake's resources, e.g. ``nodes``, ``gres``,
     ``mem_mb``, ``runtime``; ``_cores`` is its threads)."""
+    benchmark: str | None = None
+    """Where Snakemake writes the job's measured time (the rule's ``benchmark:``), if it does."""
 
 
 @contextlib.contextmanager
@@ -194,4 +196,5 @@ def _job(job: Any) -> Job:
         shellcmd=job.shellcmd or "",
         directories=frozenset(str(f) for f in job.output if f.is_directory),
         resources=dict(job.resources.items()),
+        benchmark=str(job.benchmark) if job.benchmark else None,
     )

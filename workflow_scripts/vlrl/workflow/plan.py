@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import logging
 import os
 from collections.abc import Iterator
@@ -72,6 +73,8 @@ class Plan:
     """Whether dvc.yaml has the experiment (it is in params.yaml)."""
     stale: list[str] = field(default_factory=list)
     """Stages whose dvc.yaml entry no longer matches the DAG (:func:`preview.stale`)."""
+    measured: dict[str, float] = field(default_factory=dict)
+    """Seconds each job took when Snakemake last ran it here (:func:`measured_seconds`)."""
 
     @property
     def to_run(self) -> list[Planned]:
@@ -222,9 +225,27 @@ def make_plan(exp: str) -> Plan:
         preview=preview.explain(jobs, before),
         tracked=(tracked := exp in experiments_listed()),
         stale=preview.stale(jobs) if tracked else [],
+        measured=measured_seconds(jobs),
     )
     restore_params_files(before, times)
     return plan
+
+
+def measured_seconds(jobs: list[Planned]) -> dict[str, float]:
+    """``{job name: seconds}`` of the jobs whose rule has Snakemake time them (``benchmark:``,
+    ``logs/timings/``) and that a Snakemake run on this machine has timed: its last run's wall
+    time (the ``s`` column); a file that does not read as one is left out."""
+    found = {}
+    for item in jobs:
+        path = item.job.benchmark and paths.root() / item.job.benchmark
+        if not path or not path.is_file():
+            continue
+        try:
+            rows = list(csv.DictReader(path.open(), delimiter="\t"))
+            found["--".join([item.job.rule, *item.job.wildcards.values()])] = float(rows[-1]["s"])
+        except (OSError, KeyError, IndexError, ValueError):
+            continue
+    return found
 
 
 def _times(texts: dict[str, str]) -> dict[str, tuple[int, int]]:

@@ -87,10 +87,37 @@ def summary(plan: Plan) -> list[str]:
         lines.append(f"  servers: {', '.join(s.key for s in plan.servers)} (see Servers)")
     if plan.estimate is not None:
         lines += [f"  {line}" for line in plan.estimate.summary()]
+    lines.append(f"  {measured_line(plan)}")
     if plan.reported is not None:
         r = plan.reported
         lines.append(f"  reported by the source: {r.hardware}, {r.time} ({r.source})")
     return lines
+
+
+def measured_line(plan: Plan) -> str:
+    """The time the jobs to run (all of them, when none is to run) took when Snakemake last ran
+    them here (``logs/timings/``), per rule; what no run has timed yet is said, not guessed."""
+    jobs = plan.to_run or plan.jobs
+    names = [_job_name(item) for item in jobs]
+    timed = [(item.job.rule, plan.measured[n]) for item, n in zip(jobs, names, strict=True)
+             if n in plan.measured]  # fmt: skip
+    if not timed:
+        return (
+            "time: not measured here yet (a Snakemake run times each training and inference "
+            "job into logs/timings/)"
+        )
+    by_rule: dict[str, list[float]] = {}
+    for rule, seconds in timed:
+        by_rule.setdefault(rule, []).append(seconds)
+    parts = ", ".join(
+        f"{rule}{f' x {len(times)}' if len(times) > 1 else ''} {sum(times) / 60:,.1f}"
+        for rule, times in by_rule.items()
+    )
+    which = "to run" if plan.to_run else "of the last run"
+    return (
+        f"time: {sum(s for _, s in timed) / 60:,.1f} min one after another, as last measured "
+        f"here for {len(timed)} of the {len(jobs)} jobs {which} ({parts} min; logs/timings/)"
+    )
 
 
 GROUPED = 4

@@ -95,8 +95,21 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
+STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+"""The fields of a node that hold statements (or handlers and match cases, which hold them): an
+import is a statement, so only these are searched, not the expressions (most of a tree)."""
+
+
 def _import_nodes(tree: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
-    """Every import statement, skipping the bodies of ``if TYPE_CHECKING:``."""
+    r"""Every import statement, at any depth (functions, classes, ``try``, ``with`` …),
+    skipping the bodies of ``if TYPE_CHECKING:``.
+
+    >>> tree = ast.parse("import a\ndef f():\n    try:\n        import b\n    except E:\n"
+    ...                  "        from c import d\nif TYPE_CHECKING:\n    import e\nelse:\n"
+    ...                  "    import g")
+    >>> sorted(ast.unparse(n) for n in _import_nodes(tree))
+    ['from c import d', 'import a', 'import b', 'import g']
+    """
     stack = [tree]
     while stack:
         node = stack.pop()
@@ -105,10 +118,20 @@ def _import_nodes(tree: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        stack.extend(ast.iter_child_nodes(node))
+            continue
+        for field in STATEMENT_LISTS:
+            stack.extend(getattr(node, field, ()))
 
 
 def _parse(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once per version of the file (its time and size): the
+    Snakefile asks for every stage's code, and the stages share most modules."""
+    stat = path.stat()
+    return _parsed(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _parsed(path: Path, mtime_ns: int, size: int) -> ast.Module:
     try:
         return ast.parse(path.read_text(), filename=str(path))
     except SyntaxError as exc:
