@@ -6,9 +6,7 @@ import shutil
 
 import pytest
 from filelock import FileLock
-from scratch_project import SHRUNK_DEFAULT, Project
-
-EXP_FILE = "config/experiments/tiny_shapes.yaml"
+from scratch_project import Project
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +29,7 @@ def built_default(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> P
             shutil.rmtree(root, ignore_errors=True)  # a build that failed in another worker
             root.mkdir()
             project = Project(root)
-            project.set_values(EXP_FILE, SHRUNK_DEFAULT)
+            project.shrink()
             log.write_text(project("dvc", "repro"))
     project.repro_log = log.read_text()
     return project

@@ -46,7 +46,8 @@ SHRUNK_DEFAULT = {
     "benchmarks": ["shapes_test"],  # (shapes_test_blank: the same jobs again, blanked)
 }
 """Values that shrink the default experiment (config/experiments/tiny_shapes.yaml) to a run of
-every stage in about a minute."""
+every stage in about a minute (:meth:`Project.shrink`)."""
+DEFAULT_FILE = "config/experiments/tiny_shapes.yaml"
 
 
 def clone_files() -> list[Path]:
@@ -133,6 +134,15 @@ class Project:
         path.write_text(yaml.safe_dump(tree, sort_keys=False))
         if commit:
             self("git", "commit", "-qam", f"edit {relative}")
+
+    def shrink(self, values: dict[str, object] | None = None, commit: bool = True) -> None:
+        """Set :data:`SHRUNK_DEFAULT` (or ``values``) in the default experiment and regenerate
+        dvc.yaml (one benchmark fewer: the committed one lists stages the copy no longer has)."""
+        self.set_values(DEFAULT_FILE, SHRUNK_DEFAULT if values is None else values, commit=False)
+        self("vlrl", "dvc-yaml")
+        if commit:
+            self("git", "add", "-A")
+            self("git", "commit", "-qm", "the shrunk default")
 
     def append(self, relative: str, text: str) -> None:
         """Append YAML keys to a copied config file (the copy only)."""

@@ -44,7 +44,7 @@ CLUSTER_EXP = "vlm_r1_rec_slurm"
 def slurm_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str]:
     require_cluster()
     project = Project(tmp_path_factory.mktemp("slurm"))
-    project.set_values(EXP_FILE, SHRUNK_DEFAULT, commit=False)
+    project.set_values(EXP_FILE, SHRUNK_DEFAULT, commit=False)  # (dvc-yaml below)
     write_smoke_datasets(project.root)
     (project.root / "params.yaml").write_text(yaml.safe_dump({"experiments": [EXP, CLUSTER_EXP]}))
     project("vlrl", "dvc-yaml")
@@ -75,7 +75,7 @@ def test_the_artifacts_equal_a_local_runs(
 ) -> None:
     project, _ = slurm_run
     local = Project(tmp_path_factory.mktemp("local"))
-    local.set_values(EXP_FILE, SHRUNK_DEFAULT)
+    local.shrink()
     local.snakemake()
     on_slurm, here = artifact_hashes(project.root), artifact_hashes(local.root)
     assert any(name.startswith(f"results/{EXP}/grpo/") for name in here)

@@ -173,7 +173,7 @@ def test_a_signalled_grpo_job_checkpoints_requeues_and_resumes(
     Slurm gives the step's first process alone reaches both."""
     require_cluster()
     project = Project(tmp_path_factory.mktemp("preempted"))
-    project.set_values(EXP_FILE, VALUES)
+    project.shrink(VALUES)
     started = time.strftime("%Y-%m-%dT%H:%M:%S")
     sent: list[str] = []
     log = _run_interrupted(
@@ -203,7 +203,7 @@ def test_a_preempted_grpo_job_resumes_in_either_preempt_mode(
     ).stdout.strip()
     assert mode_of.upper() == mode, f"QOS {qos} has PreemptMode {mode_of!r}: rerun .ci/slurm-up"
     project = Project(tmp_path_factory.mktemp(f"preempted-{mode.lower()}"))
-    project.set_values(EXP_FILE, VALUES)
+    project.shrink(VALUES)
     started = time.strftime("%Y-%m-%dT%H:%M:%S")
     sent: list[str] = []
     resources = [f"grpo:slurm_extra='{signal_option(60)}'", f"grpo:qos={qos}"]

@@ -633,3 +633,47 @@ def test_blanked_images_say_what_looking_adds_and_how_much_of_each_gain_remains(
     assert not blind.exists() or "shapes_test_blank" not in blind.read_text()
     gallery = (out / "index.html").read_text().split('<h2 id="gallery">')[1].split("<h2")[0]
     assert "<h3>shapes_test</h3>" in gallery and "<h3>shapes_test_blank</h3>" not in gallery
+
+
+def test_the_answer_prior_and_the_gains_where_it_is_wrong(project):
+    """blind.csv: the training set's most common answer to each question, scored by the same
+    rules (here right on the even items), each model against it, and each gain between
+    checkpoints on the items it answers wrong (recomputed here with scipy)."""
+    cfg = scored(["report.gallery.n=0"])
+    wrong_answer = {"color": "A", "count": "2", "caption": "a"}
+    train = []
+    for i in range(90):
+        task = list(TASKS)[i % len(TASKS)]
+        ptype, answer, *_ = TASKS[task]
+        given = answer if i % 2 == 0 else wrong_answer[task]
+        train += [{"problem": f"Question {i} ", "answer": given, "task": task,
+                   "problem_type": ptype}] * 2  # fmt: skip
+        train.append(
+            {"problem": f"question {i}", "answer": "x", "task": task, "problem_type": ptype}
+        )  # fmt: skip (outvoted)
+    paths.data_dir(EXP).mkdir(parents=True, exist_ok=True)
+    (paths.data_dir(EXP) / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
+    run_report(cfg)
+
+    table = pd.read_csv(paths.report_dir(EXP) / "blind.csv")
+    against = table[table.kind == "model − prior"].set_index("checkpoint")
+    prior = np.array([int(i % 2 == 0) for i in range(90)])
+    assert against["prior_accuracy"].iloc[0] == pytest.approx(prior.mean())
+    assert list(against["by_question"].unique()) == [90]
+    for checkpoint in cfg.checkpoints:
+        model = np.array([i["correct"] for i in items_of(checkpoint, "shapes_test")])
+        assert against.loc[checkpoint, "diff"] == pytest.approx(model.mean() - prior.mean())
+
+    gains = table[table.kind == "gain where the prior is wrong"].set_index("comparison")
+    assert list(gains.index) == ["SFT − base", "SFT+GRPO − SFT", "SFT+GRPO − base"]
+    odd = slice(1, None, 2)
+    for name, a, b in [("SFT − base", "sft", "base"), ("SFT+GRPO − SFT", "grpo", "sft"),
+                       ("SFT+GRPO − base", "grpo", "base")]:  # fmt: skip
+        left = np.array([i["correct"] for i in items_of(a, "shapes_test")])[odd]
+        right = np.array([i["correct"] for i in items_of(b, "shapes_test")])[odd]
+        gain = gains.loc[name]
+        assert gain["n"] == 45 and gain["diff"] == pytest.approx(left.mean() - right.mean())
+        low, high = scipy_paired_bootstrap(left, right, 0.95, cfg.score.bootstrap_resamples, 0)
+        assert (gain["ci_low"], gain["ci_high"]) == pytest.approx((low, high))
+    results = (paths.report_dir(EXP) / "results.md").read_text()
+    assert "On the 45 items of shapes_test where that answer is wrong" in results

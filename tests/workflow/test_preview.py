@@ -19,7 +19,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "pipeline"))
 from plans import add_comment, dvc_plan, edited, snakemake_plan
-from scratch_project import SHRUNK_DEFAULT, Project
+from scratch_project import Project
 
 from vlrl.workflow import preview
 from vlrl.workflow.dag import Job, Planned
@@ -62,7 +62,7 @@ for index, job in enumerate(jobs):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Project:
     project = Project(tmp_path_factory.mktemp("preview"))
-    project.set_values(EXP_FILE, SHRUNK_DEFAULT)
+    project.shrink()
     project("python", "-c", STAND_IN_BUILD)
     project("git", "add", "-A")
     project("git", "commit", "-qm", "built")

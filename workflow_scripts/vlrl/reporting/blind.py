@@ -6,7 +6,9 @@ asks, the most common answer of the item's task and problem type (ties: the answ
 Its answers are scored by the rules of the protocol that scored the checkpoints
 (:func:`vlrl.scoring.verdicts.rule_scores`), and each checkpoint is paired with it on the same
 items (:func:`vlrl.reporting.frames.paired`): a gain over base that the prior already has is the
-answer distribution, not looking. Benchmarks whose answers are boxes (grounding, detection) have
+answer distribution, not looking. Each gain between checkpoints is also measured on the items
+the prior answers wrong: there the most common answer fails, so a gain needs more than the
+question. Benchmarks whose answers are boxes (grounding, detection) have
 no answer prior; neither has an experiment without training records.
 """
 
@@ -25,7 +27,7 @@ from vlrl.core.errors import StageError
 from vlrl.core.files import read_jsonl
 from vlrl.items.predictions import Prediction, ScoredItem, read_predictions
 from vlrl.reporting import formatting as fmt
-from vlrl.reporting.frames import Evaluation, paired
+from vlrl.reporting.frames import Evaluation, comparison_pairs, paired
 from vlrl.reporting.labels import label
 from vlrl.scoring.protocols import get_protocol
 from vlrl.scoring.stats import accuracy_summary
@@ -153,6 +155,20 @@ def blind_rows(
             )
             against.append({"checkpoint": checkpoint, "model": label(checkpoint, sft_enabled),
                             **stats})  # fmt: skip
+        wrong = {i.id for i in prior.items if i.correct == 0}
+        where_wrong = []
+        for a, b in comparison_pairs(list(ev.scores)) if wrong else []:
+            only = [ev.scores[c].model_copy(update={"items": [i for i in ev.scores[c].items
+                                                               if i.id in wrong]})
+                    for c in (a, b)]  # fmt: skip
+            stats = paired(
+                (sharing.scores_file(exp, a, ev.bench), only[0]),
+                (sharing.scores_file(exp, b, ev.bench), only[1]),
+                score,
+                seed,
+            )
+            comparison = f"{label(a, sft_enabled)} − {label(b, sft_enabled)}"
+            where_wrong.append({"comparison": comparison, **stats})
         rows.append(
             {
                 "benchmark": ev.bench,
@@ -163,6 +179,7 @@ def blind_rows(
                 "by_question": prior.by_question,
                 "by_type": prior.by_type,
                 "comparisons": against,
+                "where_prior_fails": where_wrong,
             }
         )
     return rows
@@ -216,4 +233,16 @@ def blind_lines(rows: list[dict[str, Any]], confidence: float) -> list[str]:
             f"{fmt.value(r['accuracy'])}% on {r['benchmark']} "
             f"{fmt.interval(r['ci_low'], r['ci_high'])}; " + "; ".join(parts) + "."
         )
+        gains = [
+            f"{g['comparison']} {fmt.signed(g['diff'])} points "
+            f"{fmt.signed_interval(g['ci_low'], g['ci_high'])} (McNemar "
+            f"{fmt.p_stated(g['p_mcnemar'])})"
+            for g in r.get("where_prior_fails", [])
+        ]
+        if gains:
+            n = r["where_prior_fails"][0]["n"]
+            lines.append(
+                f"On the {fmt.count(n)} items of {r['benchmark']} where that answer is wrong "
+                "(the question alone does not give it): " + "; ".join(gains) + "."
+            )
     return lines

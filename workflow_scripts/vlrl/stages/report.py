@@ -219,11 +219,16 @@ def against_parent(exp: str, cfg: ExperimentConfig) -> list[dict]:
 
 def blind_csv(rows: list[dict]) -> list[dict]:
     """blind.csv: one row per benchmark × model, the answer prior's numbers beside the paired
-    difference model − prior."""
+    difference model − prior; then one per benchmark × gain between checkpoints, paired on the
+    items the prior answers wrong."""
     flat = []
     for r in rows:
         prior = {f"prior_{k}": r[k] for k in ("n", "accuracy", "ci_low", "ci_high")}
         basis = {"by_question": r["by_question"], "by_type": r["by_type"]}
         for c in r["comparisons"]:
-            flat.append({"benchmark": r["benchmark"], **prior, **basis, **c})
+            flat.append({"benchmark": r["benchmark"], "kind": "model − prior", **prior, **basis,
+                         **c})  # fmt: skip
+        for g in r["where_prior_fails"]:
+            flat.append({"benchmark": r["benchmark"], "kind": "gain where the prior is wrong",
+                         **prior, **basis, **g})  # fmt: skip
     return flat
