@@ -107,12 +107,11 @@ smoke: setup
 engines: setup setup-gpu-cpu
 	pytest -m engines --timeout 3600 -v tests/pipeline/test_engines_vllm.py tests/pipeline/test_engines_deepspeed.py
 
-## cluster: the tests on the Slurm cluster of .ci/slurm-up (root; Debian): the DAG through sbatch,
-## a time limit's requeue, signals reaching every rank, a GRPO job preempted under
-## PreemptMode=REQUEUE and CANCEL resuming to the uninterrupted policy (README: "Run on a
-## cluster"); one at a time, as the preemptions need the whole node
+## cluster: preemption on the Slurm cluster of .ci/slurm-up (root; Debian): a GRPO job
+## preempted under PreemptMode=REQUEUE and under CANCEL resumes to the uninterrupted policy
+## (README: "Run on a cluster"); each needs the whole node, so they run one at a time
 cluster: setup
-	pytest -m cluster --timeout 3600 -v -s tests/pipeline/test_slurm.py tests/pipeline/test_slurm_preemption.py
+	pytest -m cluster --timeout 3600 -v -s tests/pipeline/test_slurm_preemption.py
 
 ## mutate: mutation testing (mutmut) of the rewards, scoring, config and stage_deps: the score
 ## per module and the mutants no test kills (docs/mutation.md; long, not part of make test)

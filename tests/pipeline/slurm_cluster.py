@@ -1,5 +1,5 @@
-"""The one-node Slurm cluster of `make cluster`'s tests (`.ci/slurm-up` starts it; CI runs it
-first): whether one answers, the Snakemake command that submits to it, and what its
+"""The one-node Slurm cluster of the pipeline tests (`.ci/slurm-up` starts it; CI runs it before
+`make test`): whether one answers, the Snakemake command that submits to it, and what its
 accounting says. Where no cluster answers the tests skip and say why; under ``CI=true`` they
 fail (:func:`require_cluster`).
 """

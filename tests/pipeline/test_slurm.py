@@ -2,7 +2,7 @@
 sbatch, Slurm runs them, and the artifacts are those of a local run, bit for bit.
 
 The cluster is the one-node Slurm that `.ci/slurm-up` starts on this machine (Debian's slurm-wlm,
-munge, slurmdbd on MariaDB for sacct); CI runs it, then `make cluster`. Where no cluster answers,
+munge, slurmdbd on MariaDB for sacct); CI runs it before `make test`. Where no cluster answers,
 the tests skip and say why (pytest prints the reason: -ra); under ``CI=true`` they fail.
 
 One Snakemake run submits two experiments: the shrunk default, and ``vlm_r1_rec_slurm``, the
@@ -33,7 +33,7 @@ from slurm_cluster import (
     wait_for_accounting,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+pytestmark = pytest.mark.slow
 
 EXP = "tiny_shapes"
 EXP_FILE = f"config/experiments/{EXP}.yaml"

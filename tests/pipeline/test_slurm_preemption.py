@@ -8,12 +8,10 @@ process (vlrl.cluster.relay passes it on), and preemption by QOS in both modes.
 - Slurm's stop signal, SIGURG (:func:`vlrl.cluster.preemption.signal_option`), sent as
   ``scancel --signal=URG <job>`` does to the job's steps: what ``sbatch --signal=URG@<s>`` sends
   before the time limit. The job also carries that option through the plugin's ``slurm_extra``,
-  as ``stage_resources`` gives it.
+  as ``stage_resources`` gives it. In ``make test``.
 - Preemption: a ``vlrl-high`` job takes the node from the GRPO job of QOS ``vlrl-low``
   (PreemptMode=REQUEUE) or ``vlrl-low-cancel`` (PreemptMode=CANCEL): SIGTERM, then 60 s of
-  GraceTime.
-
-All in ``make cluster`` (one at a time: each preemption needs the whole node).
+  GraceTime. In ``make cluster`` (each needs the whole node, which make test's other jobs share).
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ from slurm_cluster import ON_SLURM, release_requeued, require_cluster, wait_for_
 from vlrl.cluster.distributed import RELAY
 from vlrl.cluster.preemption import signal_option
 
-pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+pytestmark = pytest.mark.slow
 
 EXP = "tiny_shapes"
 EXP_FILE = f"config/experiments/{EXP}.yaml"
@@ -188,6 +186,7 @@ def test_a_signalled_grpo_job_checkpoints_requeues_and_resumes(
     _resumed_to_the_uninterrupted_policy(project, tmp_path_factory)
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize(("qos", "mode"), [("vlrl-low", "REQUEUE"), ("vlrl-low-cancel", "CANCEL")])
 def test_a_preempted_grpo_job_resumes_in_either_preempt_mode(
     tmp_path_factory: pytest.TempPathFactory, qos: str, mode: str
@@ -235,6 +234,7 @@ rule hold:
 """
 
 
+@pytest.mark.cluster
 def test_a_job_cancelled_by_preemption_is_retried_not_waited_on(tmp_path: Path) -> None:
     """PreemptMode=CANCEL with a job that cannot stop within the grace time: Slurm ends it
     PREEMPTED, which snakemake-executor-plugin-slurm 2.8.0 would report as running for ever
