@@ -126,8 +126,7 @@ def blanked_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame
             f"blanked ({level} CI)": fmt.with_interval(
                 c["blanked"], c["blanked_ci_low"], c["blanked_ci_high"]
             ),
-            f"image adds ({level} CI)": f"{fmt.signed(c['image_adds'])} "
-            f"{fmt.signed_interval(c['image_adds_ci_low'], c['image_adds_ci_high'])}",
+            f"image adds ({level} CI)": _effect(c, "image_adds"),
         }
         for r in rows
         for c in r["checkpoints"]
@@ -142,13 +141,9 @@ def gains_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
         {
             "benchmark": r["benchmark"],
             "comparison": g["comparison"],
-            f"with the image ({level} CI)": f"{fmt.signed(g['with_image'])} "
-            f"{fmt.signed_interval(g['with_image_ci_low'], g['with_image_ci_high'])}",
-            f"blanked ({level} CI)": f"{fmt.signed(g['blanked'])} "
-            f"{fmt.signed_interval(g['blanked_ci_low'], g['blanked_ci_high'])}",
-            f"from looking ({level} CI)": _signed_with_interval(
-                g["looking"], g["looking_ci_low"], g["looking_ci_high"]
-            ),
+            f"with the image ({level} CI)": _effect(g, "with_image"),
+            f"blanked ({level} CI)": _effect(g, "blanked"),
+            f"from looking ({level} CI)": _effect(g, "looking"),
         }
         for r in rows
         for g in r["gains"]
@@ -156,10 +151,9 @@ def gains_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-def _signed_with_interval(value: float | None, low: float | None, high: float | None) -> str:
-    if value is None or low is None or high is None:
-        return "–"
-    return f"{fmt.signed(value)} {fmt.signed_interval(low, high)}"
+def _effect(row: dict[str, Any], key: str) -> str:
+    """``row[key]`` signed, with its interval (``<key>_ci_low``, ``<key>_ci_high``)."""
+    return fmt.signed_with_interval(row[key], row[f"{key}_ci_low"], row[f"{key}_ci_high"])
 
 
 def blanked_lines(rows: list[dict[str, Any]]) -> list[str]:

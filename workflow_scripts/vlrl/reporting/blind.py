@@ -198,8 +198,8 @@ def blind_table(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
             f"same task and type {fmt.count(r['by_type'])} of {fmt.count(r['n'])}",
         }
         for c in r["comparisons"]:
-            cells[f"{c['model']} − prior ({level} CI)"] = (
-                f"{fmt.signed(c['diff'])} {fmt.signed_interval(c['ci_low'], c['ci_high'])}"
+            cells[f"{c['model']} − prior ({level} CI)"] = fmt.signed_with_interval(
+                c["diff"], c["ci_low"], c["ci_high"]
             )
         table.append(cells)
     return pd.DataFrame(table)

@@ -98,6 +98,19 @@ def signed_interval(low: float | None, high: float | None, scale: Scale = "perce
     return f"[{signed(low, scale)}, {signed(high, scale)}]"
 
 
+def signed_with_interval(
+    x: float | None, low: float | None, high: float | None, scale: Scale = "percent"
+) -> str:
+    """A difference and its interval, both signed; a dash when it has none.
+
+    >>> signed_with_interval(0.072, 0.037, 0.108), signed_with_interval(None, None, None)
+    ('+7.2 [+3.7, +10.8]', '–')
+    """
+    if missing(x):
+        return DASH
+    return f"{signed(x, scale)} {signed_interval(low, high, scale)}"
+
+
 def p_value(p: float | None) -> str:
     """A p-value: three decimals, ``< 0.001`` below that (never ``0``).
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from vlrl.core import paths
 from vlrl.workflow.dag import Planned, planned_jobs
+from vlrl.workflow.dvc_export import stage_name
 from vlrl.workflow.plan_text import render, rows
 
 __all__ = ["Plan", "make_plan", "render", "rows"]
@@ -242,7 +243,7 @@ def measured_seconds(jobs: list[Planned]) -> dict[str, float]:
             continue
         try:
             rows = list(csv.DictReader(path.open(), delimiter="\t"))
-            found["--".join([item.job.rule, *item.job.wildcards.values()])] = float(rows[-1]["s"])
+            found[stage_name(item.job)] = float(rows[-1]["s"])
         except (OSError, KeyError, IndexError, ValueError):
             continue
     return found

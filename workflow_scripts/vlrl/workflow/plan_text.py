@@ -9,6 +9,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from vlrl.workflow.dag import Planned
+from vlrl.workflow.dvc_export import stage_name
 
 if TYPE_CHECKING:
     from vlrl.workflow.plan import Plan
@@ -54,7 +55,7 @@ def _agreement(plan: Plan) -> list[str]:
 
 
 def _job_name(item: Planned) -> str:
-    return "--".join([item.job.rule, *item.job.wildcards.values()])
+    return stage_name(item.job)
 
 
 ROUTINE = ("output missing", "input ")
