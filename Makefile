@@ -14,7 +14,7 @@ export PYTHONHASHSEED := 0
 # again.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup setup-gpu setup-gpu-cpu engines cluster check-locks run run-snakemake resume test reproduce smoke mutate test-fast lint format lock lock-gpu dvc-yaml clean
+.PHONY: setup setup-gpu setup-gpu-cpu engines cluster pipeline check-locks run run-snakemake resume test reproduce smoke mutate test-fast lint format lock lock-gpu dvc-yaml clean
 
 setup: $(STAMPS)/main $(STAMPS)/sft
 
@@ -81,12 +81,19 @@ resume: setup
 	snakemake --unlock --cores 1
 	snakemake --profile profiles/local
 
-## test: set up, then lint, dry-run the DAG, unit tests and shrunk end-to-end runs (about 20 min)
+## test: set up, then lint, dry-run the DAG, unit tests, doctests and the stages' real runs on the
+## tiny model (about 15 min; both cores)
 test: setup
 	ruff check .
 	ruff format --check .
 	snakemake --lint
-	pytest -m "not reproduction and not smoke and not engines and not cluster" -n 2 --dist loadfile --timeout 3600 --durations 15
+	pytest -m "not pipeline and not reproduction and not smoke and not engines and not cluster" -n 2 --dist loadfile --timeout 3600 --durations 15
+
+## pipeline: the README's workflows end to end on shrunk copies of the default (tests/pipeline):
+## Snakemake and DVC hand-overs, what each edit reruns, interrupted runs, the same bits on two
+## CPUs, and the DAG on .ci/slurm-up's Slurm (about 20 min; both cores)
+pipeline: setup
+	pytest -m "pipeline and not reproduction and not smoke and not engines and not cluster" -n 2 --dist loadfile --timeout 3600 --durations 15 tests/pipeline
 
 ## reproduce: the whole default from scratch in a fresh git + DVC copy: the committed dvc.lock
 ## and metrics byte for byte, SFT above base and SFT+GRPO above SFT beyond their intervals,

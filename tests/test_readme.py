@@ -25,6 +25,7 @@ TOOLS = ("make", "vlrl", "dvc", "snakemake", "pytest", "source", "git")
 EXPENSIVE = (
     "make run",
     "make test",
+    "make pipeline",
     "make reproduce",
     "make smoke",
     "make engines",

@@ -1,12 +1,23 @@
-"""Fixtures of the pipeline tests: the shrunk default experiment, built once per test session."""
+"""Fixtures of the pipeline tests: the shrunk default experiment, built once per test session;
+and their marker, ``pipeline`` (``make pipeline`` runs them, ``make test`` does not)."""
 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 from filelock import FileLock
 from scratch_project import Project
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test of this folder ``pipeline`` (the hook sees the whole session's items)."""
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.pipeline)
 
 
 @pytest.fixture(scope="session")

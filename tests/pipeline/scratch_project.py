@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,19 @@ def clone_files() -> list[Path]:
     return [Path(name) for name in sorted(set(out.stdout.split("\0"))) if (ROOT / name).is_file()]
 
 
+ERROR_LINE = re.compile(
+    r"Error|error:|Exception|terminate called|what\(\)|Abort|Fatal|Segmentation|Killed|signal \d+"
+)
+
+
+def excerpt(log: str, lines: int = 40, tail: int = 3000) -> str:
+    """A failed command's log, short: the first ``lines`` lines that name an error (a rank's
+    abort hides above the launcher's traceback) and the last ``tail`` characters."""
+    named = [line for line in log.splitlines() if ERROR_LINE.search(line)][:lines]
+    head = "\n".join(named)
+    return f"lines naming an error:\n{head}\n... the end of the log:\n{log[-tail:]}"
+
+
 class Project:
     """A throwaway git + DVC copy of the project; its own code runs (PYTHONPATH)."""
 
@@ -106,7 +120,7 @@ class Project:
         out = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True, text=True)
         text = out.stdout + out.stderr
         if check and out.returncode != 0:
-            raise AssertionError(f"{' '.join(args)} failed ({out.returncode}):\n{text[-3000:]}")
+            raise AssertionError(f"{' '.join(args)} failed ({out.returncode}):\n{excerpt(text)}")
         return text
 
     def snakemake(self, *args: str) -> str:

@@ -178,12 +178,13 @@ def test_outputs_hold_no_run_times_or_absolute_paths(machines) -> None:
 
 
 def test_native_kernels_differ_between_the_cpus(machines) -> None:
-    """The control: without the pin the two machines train different SFT models."""
+    """The control: without the pin the two machines train different SFT models (in one
+    process: the kernels, not the ranks, are under test, and it skips the launcher)."""
     first, second, capability, *_ = machines
     if not second.kernels:
         pytest.skip(f"host kernels {capability}: no older x86-64 CPU to emulate")
     sft = {}
     for machine in (first, second):
-        machine.vlrl("sft", EXP, "--set", "cpu_kernels=native")
+        machine.vlrl("sft", EXP, "--set", "cpu_kernels=native", "--set", "sft.processes=1")
         sft[machine] = tree_hashes(machine.project.root / OUTPUTS["sft"])
     assert sft[first]["model.safetensors"] != sft[second]["model.safetensors"]

@@ -118,7 +118,8 @@ def _run_interrupted(project: Project, resources: list[str], interrupt, sent: li
     """Snakemake on the cluster (with ``--set-resources``) while ``interrupt(root, sent,
     over)`` runs beside; returns its log."""
     proc = subprocess.Popen(
-        [*ON_SLURM, "--set-resources", *resources],
+        # GRPO and what it needs: the jobs after it are not under test
+        [*ON_SLURM, "--set-resources", *resources, "--", f"results/{EXP}/grpo"],
         cwd=project.root,
         env=project.env,
         stdout=subprocess.PIPE,
