@@ -152,6 +152,14 @@ MALFORMED = [
     ("set", "sft.image_min_pixels=20000", TINY, "sft.image_min_pixels", "above image_max_pixels"),
     ("set", "infer.backend=openai", TINY, "infer.openai", "(base_url, model) is not set"),
     ("set", "grpo.epsilon_high=0.1", TINY, "grpo.epsilon", "above epsilon_high (0.1)"),
+    ("set", "grpo.schedule_steps=89", TINY, "grpo.max_steps", "90 is above schedule_steps (89)"),
+    (
+        "set",
+        "grpo={schedule_steps: 100, schedule_epochs: 2}",
+        TINY,
+        "grpo.schedule_epochs",
+        "both plan the schedule: set one",
+    ),
     ("set", f"grpo.trust={{{TRUST}, skip_low: 0.95}}", TINY, "grpo.trust.skip_low", "skip_high"),
     # lists that must hold something, each item once
     ("set", "infer.checkpoints=[]", TINY, "infer.checkpoints", "at least 1 item"),

@@ -171,6 +171,8 @@ BOUNDS: list[tuple[str, str, str, int | float]] = [
     ("GRPOConfig", "max_samples", "ge", 1),
     ("GRPOConfig", "tasks", "min_length", 1),
     ("GRPOConfig", "max_steps", "gt", 0),
+    ("GRPOConfig", "schedule_steps", "gt", 0),
+    ("GRPOConfig", "schedule_epochs", "gt", 0.0),
     ("GRPOConfig", "learning_rate", "gt", 0.0),
     ("GRPOConfig", "warmup_ratio", "ge", 0.0),
     ("GRPOConfig", "warmup_ratio", "lt", 1.0),
@@ -375,6 +377,8 @@ COMPANIONS: dict[tuple[str, str], dict[str, Any]] = {
     ("TrustGRPOSettings", "skip_low"): {"skip_high": 1.0},
     ("TrustGRPOSettings", "skip_high"): {"skip_low": 0.0},
     ("GRPOConfig", "epsilon_high"): {"epsilon": math.nextafter(0.0, 1.0)},
+    # max_steps <= schedule_steps
+    ("GRPOConfig", "schedule_steps"): {"max_steps": 1},
 }
 """Other keys set while one bound is probed, so that no cross-check of the model decides."""
 

@@ -58,3 +58,12 @@ def test_the_longest_step_sets_the_margin(clock: Clock) -> None:
 
 def test_no_limit_never_stops(clock: Clock) -> None:
     assert _steps(StopBeforeLimit(stop_at=None), clock, [10.0] * 5) is None
+
+
+def test_the_runs_last_step_never_stops_where_the_schedule_is_longer(clock: Clock) -> None:
+    """A run that stops at step 3 of a 100-step schedule (grpo.schedule_steps) ends there
+    anyway: a limit reached at that step saves and requeues nothing."""
+    assert _steps(StopBeforeLimit(stop_at=clock.now, last_step=3), clock, [10.0] * 3) == 1
+    # 10 s steps, the limit 45 s away: steps 1 and 2 end with 30 and 40 s < 45 s to go
+    assert _steps(StopBeforeLimit(stop_at=clock.now + 45), clock, [10.0] * 3) == 3
+    assert _steps(StopBeforeLimit(stop_at=clock.now + 45, last_step=3), clock, [10.0] * 3) is None

@@ -99,6 +99,8 @@ def trl_kwargs(
     are left out (:func:`trl_config` refuses that)."""
     import torch
 
+    from vlrl.algorithms.schedule import horizon_options  # (imports transformers)
+
     gpu = torch.cuda.is_available()
     kwargs: dict[str, Any] = {}
     if cfg.use_vllm:
@@ -123,10 +125,10 @@ def trl_kwargs(
         output_dir=str(output_dir),
         seed=seed,
         data_seed=seed,
-        max_steps=cfg.max_steps,
+        **horizon_options(cfg),
         learning_rate=cfg.learning_rate,
         lr_scheduler_type=cfg.lr_scheduler_type,
-        # transformers 5: a float in [0, 1) is a fraction of the steps.
+        # transformers 5: a float in [0, 1) is a fraction of the schedule's steps.
         warmup_steps=cfg.warmup_ratio,
         weight_decay=cfg.weight_decay,
         max_grad_norm=cfg.max_grad_norm,
@@ -332,12 +334,18 @@ def peft_config(cfg: GRPOConfig):
     )
 
 
-def quiet_progress(trainer: Any) -> None:
+def quiet_progress(trainer: Any, last_step: int | None = None) -> None:
     """Keep the trainer's progress bar but not the log dict it writes into it at every logged
-    step (the curves hold those numbers; printed, they break the bar and the job's log)."""
+    step (the curves hold those numbers; printed, they break the bar and the job's log); the
+    bar ends at ``last_step`` where the run stops before its schedule's end."""
     from transformers.trainer_callback import ProgressCallback
 
     class BarOnly(ProgressCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            super().on_train_begin(args, state, control, **kwargs)
+            if last_step is not None and self.training_bar is not None:
+                self.training_bar.total = min(last_step, state.max_steps)
+
         def on_log(self, args, state, control, logs=None, **kwargs):
             return None
 

@@ -45,10 +45,13 @@ def _agree(want: int, device) -> int:
 class StopBeforeLimit(TrainerCallback):
     """Save a checkpoint and stop once a step ends within two of the longest steps of
     ``stop_at`` (seconds since the epoch; None: no limit), or once a process of the run got a
-    stop signal; :attr:`stopped_at` is then that step and :attr:`stopped_by` why."""
+    stop signal; :attr:`stopped_at` is then that step and :attr:`stopped_by` why. The run's
+    last step (``last_step``, else the end of the trainer's schedule) never stops: the run ends
+    there anyway."""
 
-    def __init__(self, stop_at: float | None) -> None:
+    def __init__(self, stop_at: float | None, last_step: int | None = None) -> None:
         self.stop_at = stop_at
+        self.last_step = last_step
         self.stopped_at: int | None = None
         self.stopped_by: str | None = None
         self._last: float | None = None
@@ -63,7 +66,8 @@ class StopBeforeLimit(TrainerCallback):
         now = time.time()
         self._longest = max(self._longest, now - (self._last if self._last is not None else now))
         self._last = now
-        if state.global_step >= state.max_steps:
+        last = self.last_step or state.max_steps
+        if state.global_step >= last:
             return control  # the last step: the run ends here anyway
         signalled = stop_requested()
         want = _NONE
@@ -81,7 +85,7 @@ class StopBeforeLimit(TrainerCallback):
         log.info(
             "stopping after step %d of %d %s (%s); saving a checkpoint",
             state.global_step,
-            state.max_steps,
+            last,
             self.stopped_by,
             "no time limit"
             if self.stop_at is None

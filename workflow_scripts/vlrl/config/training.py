@@ -164,12 +164,28 @@ class GRPOConfig(Section):
         "Tasks whose reward gives the policy no usable signal can be left out. With shapes data, "
         "each must be one of data.shapes.tasks.",
     )
-    max_steps: PositiveInt = 100
+    max_steps: PositiveInt = Field(
+        100, description="Optimizer steps trained: the run stops after this one."
+    )
+    schedule_steps: PositiveInt | None = Field(
+        None,
+        description="Optimizer steps the learning-rate schedule and its warm-up are planned for "
+        "(None: max_steps). A released run planned for M steps whose step-N checkpoint a paper "
+        "reports: max_steps N, schedule_steps M.",
+    )
+    schedule_epochs: PositiveFloat | None = Field(
+        None,
+        description="The schedule planned for this many epochs of the training data, counted "
+        "as the trainer counts them (a released script's --num_train_epochs); the run still "
+        "stops after max_steps, which must not be beyond the planned steps.",
+    )
     learning_rate: PositiveFloat = 1e-6
     lr_scheduler_type: str = Field(
         "constant", description="transformers scheduler name (constant, linear, cosine, ...)."
     )
-    warmup_ratio: float = Field(0.0, ge=0, lt=1, description="Warm-up, as a fraction of max_steps.")
+    warmup_ratio: float = Field(
+        0.0, ge=0, lt=1, description="Warm-up, as a fraction of the schedule's steps."
+    )
     weight_decay: NonNegativeFloat = 0.0
     max_grad_norm: NonNegativeFloat = Field(1.0, description="Gradient clipping (0: none).")
     steps_per_generation: int | None = Field(
@@ -335,6 +351,15 @@ class GRPOConfig(Section):
         # (The pixel bounds are ordered by ExperimentConfig, once the shared budget fills them.)
         # Clip-higher (DAPO): the upper clip range widens the lower one, never narrows it.
         problems += order_problems(self, "epsilon", "epsilon_high")
+        # a run stops within its schedule, planned one way
+        problems += order_problems(self, "max_steps", "schedule_steps")
+        if self.schedule_steps is not None and self.schedule_epochs is not None:
+            problems.append(
+                (
+                    "schedule_epochs",
+                    "grpo.schedule_steps and grpo.schedule_epochs both plan the schedule: set one",
+                )
+            )
         if problems:
             raise KeyProblems(*problems)
         return self

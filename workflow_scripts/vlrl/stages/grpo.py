@@ -238,6 +238,7 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
     """
     from transformers import set_seed
 
+    from vlrl.algorithms.schedule import stop_callbacks
     from vlrl.cluster.timelimit import StopBeforeLimit
 
     start = sharing.policy_start_dir(exp, cfg.sft.enabled, cfg.base_model)
@@ -262,8 +263,8 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
     )
     main = int(os.environ.get("RANK", "0")) == 0
     stop_at = os.environ.get(STOP_AT_ENV)
-    stopper = StopBeforeLimit(float(stop_at) if stop_at else None)
-    callbacks = [stopper]
+    stopper = StopBeforeLimit(float(stop_at) if stop_at else None, last_step=cfg.grpo.max_steps)
+    callbacks = [stopper, *stop_callbacks(cfg.grpo)]
     args = trl_config(cfg.grpo, paths.grpo_checkpoints_dir(exp), cfg.seed)
     if cfg.grpo.deepspeed:
         join_deepspeed(args)
@@ -277,7 +278,7 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
         peft_config=peft_config(cfg.grpo),
         callbacks=callbacks,
     )
-    quiet_progress(trainer)
+    quiet_progress(trainer, cfg.grpo.max_steps)
     if own_reload:
         trainer._load_from_checkpoint = lambda *args, **kwargs: None  # loaded above
     log.info(

@@ -1,0 +1,80 @@
+"""How long a GRPO run trains and how long its schedule is planned for: two settings.
+
+The released runs the papers report from were planned for a whole schedule (VLM-R1's REC script:
+2 epochs, about 40k steps) and evaluated at an early checkpoint (step 600): the learning rate at
+that step is the one of the long schedule (about 0.985e-6 of 1e-6 under the linear decay), not
+the end of a 600-step one (0). ``grpo.max_steps`` is where the run stops; ``grpo.schedule_steps``
+or ``grpo.schedule_epochs`` is what the trainer's scheduler (and warm-up) is planned for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import TrainerCallback
+
+from vlrl.config import GRPOConfig
+from vlrl.core.errors import ConfigError
+
+
+def horizon_options(cfg: GRPOConfig) -> dict[str, Any]:
+    """The trainer's options that plan the schedule: ``max_steps`` (steps), or ``max_steps=-1``
+    with ``num_train_epochs`` (epochs of the training data, which the trainer turns into steps).
+
+    >>> from vlrl.config import GRPOConfig
+    >>> horizon_options(GRPOConfig(max_steps=6))
+    {'max_steps': 6}
+    >>> horizon_options(GRPOConfig(max_steps=6, schedule_steps=40))
+    {'max_steps': 40}
+    >>> horizon_options(GRPOConfig(max_steps=6, schedule_epochs=2))
+    {'max_steps': -1, 'num_train_epochs': 2.0}
+    """
+    if cfg.schedule_epochs is not None:
+        return {"max_steps": -1, "num_train_epochs": cfg.schedule_epochs}
+    return {"max_steps": cfg.schedule_steps or cfg.max_steps}
+
+
+def plans_beyond_the_stop(cfg: GRPOConfig) -> bool:
+    """Whether the schedule is planned apart from ``max_steps`` (the run then stops itself).
+
+    >>> plans_beyond_the_stop(GRPOConfig(max_steps=6)), plans_beyond_the_stop(
+    ...     GRPOConfig(max_steps=6, schedule_steps=6))
+    (False, True)
+    """
+    return cfg.schedule_steps is not None or cfg.schedule_epochs is not None
+
+
+class StopAtStep(TrainerCallback):
+    """End training after optimizer step ``last_step`` of a longer schedule; fail at the start
+    when the schedule the trainer planned has fewer steps (``schedule_epochs`` of a small
+    dataset), naming ``planned_by``."""
+
+    def __init__(self, last_step: int, planned_by: str) -> None:
+        self.last_step = last_step
+        self.planned_by = planned_by
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.max_steps < self.last_step:
+            raise ConfigError(
+                f"{self.planned_by} plans {state.max_steps} steps, fewer than "
+                f"grpo.max_steps ({self.last_step}): the run would end before its last step"
+            )
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= self.last_step:
+            control.should_training_stop = True
+        return control
+
+
+def stop_callbacks(cfg: GRPOConfig) -> list[TrainerCallback]:
+    """:class:`StopAtStep` at ``max_steps`` where the schedule is planned apart, else none (the
+    trainer stops at the end of its schedule)."""
+    if not plans_beyond_the_stop(cfg):
+        return []
+    planned_by = (
+        f"grpo.schedule_epochs ({cfg.schedule_epochs})"
+        if cfg.schedule_epochs is not None
+        else f"grpo.schedule_steps ({cfg.schedule_steps})"
+    )
+    return [StopAtStep(cfg.max_steps, planned_by)]
