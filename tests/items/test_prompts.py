@@ -253,10 +253,16 @@ def test_to_conversation_system_turn(name: str) -> None:
     turns = to_conversation(_record(), fmt)
     user = turns[-1]
     assert user["role"] == "user"
-    assert user["content"] == [
-        {"type": "image"},
-        {"type": "text", "text": fmt.render_prompt("How many shapes?", problem_type="numerical")},
-    ]
+    text = fmt.render_prompt("How many shapes?", problem_type="numerical")
+    if fmt.images_after_question:  # Vision-SR1's loader: the picture ends the question
+        cut = len("How many shapes?")
+        assert user["content"] == [
+            {"type": "text", "text": text[:cut]},
+            {"type": "image"},
+            {"type": "text", "text": text[cut:]},
+        ]
+    else:
+        assert user["content"] == [{"type": "image"}, {"type": "text", "text": text}]
     if name in WITH_SYSTEM:
         assert turns[0] == {"role": "system", "content": [{"type": "text", "text": fmt.system}]}
         assert len(turns) == 2
@@ -271,9 +277,12 @@ def test_to_sharegpt_system_column(name: str) -> None:
     assert row["system"] == (fmt.system or "")
     assert set(row) == set(SHAREGPT_DATASET_INFO["columns"].values())
     user, assistant = row["messages"]
-    assert user["content"] == "<image>" + fmt.render_prompt(
-        "How many shapes?", problem_type="numerical"
-    )
+    text = fmt.render_prompt("How many shapes?", problem_type="numerical")
+    if fmt.images_after_question:
+        cut = len("How many shapes?")
+        assert user["content"] == text[:cut] + "<image>" + text[cut:]
+    else:
+        assert user["content"] == "<image>" + text
     assert assistant["content"] == sft_target(_record(), fmt)
 
 

@@ -24,6 +24,7 @@ RECIPES = [
     "vlm_r1_ovd",
     "vlm_r1_math",
     "vision_sr1",
+    "vision_sr1_cold_start",
     "vision_r1_regular",
     "vision_sr1_no_self_reward",
     "sophiavl_r1",

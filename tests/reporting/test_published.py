@@ -98,11 +98,15 @@ def test_vision_sr1_holds_table_2_and_its_averages_agree():
         mean = sum(row.values[c] for c in SR1_COLUMNS) / len(SR1_COLUMNS)
         assert abs(mean - row.values["Avg."]) < 0.1, row.id
     benchmarks = {label: c.benchmark for label, c in sr1.columns.items()}
+    # MMMU-Pro: the item-weighted mean of three configurations (weighted_mmmu_pro)
+    assert sr1.columns["MMMU-Pro"].pooled == [
+        "mmmu_pro_standard4", "mmmu_pro_standard10", "mmmu_pro_vision",
+    ]  # fmt: skip
     assert benchmarks == {
-        "MMMU-Pro": None,  # a weighted mean of three configurations
+        "MMMU-Pro": None,
         "MMMU": "mmmu_val",
         "RealWorldQA": "realworldqa",
-        "VisNumBench": None,
+        "VisNumBench": "visnumbench",
         "MathVerse": "mathverse_testmini",
         "MATH-Vision": "mathvision_test",
         "HallusionBench": "hallusionbench",
@@ -287,3 +291,54 @@ def test_a_difference_across_protocols_or_subsets_is_marked_not_plain(project):
     )
     assert summary["shapes_test accuracy"].tolist() == ["52.0", "50.0", "50.0 (not comparable)"]
     assert summary["scoring protocol"].tolist() == ["vlrl", "vlmevalkit_2505", "vlrl"]
+
+
+POOLED = """\
+paper: {title: P, url: u}
+protocol: {toolkit: t, prompt: p, judge: j, scoring: vlrl}
+columns:
+  Both: {benchmark: null, pooled: [shapes_test, shapes_test_blank], scale: percent}
+rows:
+  - {id: r, model: M, source: {table: T1, row: M}, values: {Both: 30.0}}
+"""
+
+
+def test_a_pooled_column_is_the_item_weighted_accuracy(project):
+    """Vision-SR1's MMMU-Pro: the settings' accuracies weighted by their item counts."""
+    reference_file("pooled").write_text(POOLED)
+    assert reference_problems("pooled") == []
+    results = [
+        {"benchmark": "shapes_test", "checkpoint": "base", "model": "base", "n": 100,
+         "accuracy": 0.5, "ci_low": 0.4, "ci_high": 0.6},
+        {"benchmark": "shapes_test_blank", "checkpoint": "base", "model": "base", "n": 300,
+         "accuracy": 0.2, "ci_low": 0.15, "ci_high": 0.25},
+    ]  # fmt: skip
+    links = ReportConfig.model_validate(
+        {"published": [{"reference": "pooled", "rows": {"base": "r"}}]}
+    ).published
+    scores = {"base": SimpleNamespace(protocol="vlrl")}
+    evaluations = [
+        Evaluation(b, load_benchmark(b), scores) for b in ("shapes_test", "shapes_test_blank")
+    ]
+    (row,) = versus_rows(links, results, evaluations, sft_enabled=True, confidence=0.95)
+    assert row["benchmark"] == "shapes_test+shapes_test_blank" and row["evaluated"]
+    assert row["reproduced"] == pytest.approx(110 / 400)  # not the plain mean, 0.35
+    assert row["ci_low"] < 110 / 400 < row["ci_high"]
+    assert row["delta"] == pytest.approx(110 / 400 - 0.30)
+    assert row["same_protocol"] is True
+    # one of them not evaluated: the column is not evaluated
+    (alone,) = versus_rows(links, results[:1], evaluations[:1], sft_enabled=True)
+    assert not alone["evaluated"] and alone["reproduced"] is None
+
+
+def test_a_pooled_column_names_its_unknown_benchmarks(project):
+    path = reference_file("pooled_bad")
+    path.write_text(POOLED.replace("shapes_test_blank]", "no_such_bench]"))
+    assert reference_problems("pooled_bad") == [
+        f"{path}: columns.Both.pooled.1: 'no_such_bench' has no file "
+        "config/benchmarks/no_such_bench.yaml"
+    ]
+    path.write_text(POOLED.replace("benchmark: null,", "benchmark: shapes_test,"))
+    with pytest.raises(ConfigProblems) as info:
+        load_reference("pooled_bad")
+    assert "pools accuracies: set benchmark null, metric accuracy" in str(info.value.problems)

@@ -431,7 +431,12 @@ def test_user_text_matches_released() -> None:
 def test_prompt_constants_are_the_released_ones() -> None:
     assert SOPHIAVL_TYPE_TEMPLATE == released.TYPE_TEMPLATE
     assert SOPHIAVL_QUESTION_TEMPLATE == released.QUESTION_TEMPLATE
-    assert SOPHIAVL_SYSTEM_PROMPT == released.SYSTEM_PROMPT
+    # run_train.sh passes it on the command line; main.py's OmegaConf.from_cli parses it as YAML
+    from omegaconf import OmegaConf
+
+    parsed = OmegaConf.from_cli([f"data.system_prompt={released.SYSTEM_PROMPT}"])
+    assert parsed.data.system_prompt == SOPHIAVL_SYSTEM_PROMPT
+    assert "\n" in released.SYSTEM_PROMPT and "\n" not in SOPHIAVL_SYSTEM_PROMPT
 
 
 def test_case_tables_of_test_sophiavl_are_the_released_values() -> None:

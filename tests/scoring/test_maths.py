@@ -4,9 +4,8 @@ inputs on which vlrl and the reference must agree."""
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import random
+from pathlib import Path
 
 import pytest
 from reference import mathvista_calculate_score as official
@@ -419,9 +418,6 @@ def test_equivalent_beyond_is_equal(prediction: str, gold: str) -> None:
 
 # ---- OlympiadBench: SATORI-R1's VLMEvalKit MathJudger -----------------------------------------
 
-HAS_SYMPY_LATEX = importlib.util.find_spec("antlr4") is not None and (
-    importlib.metadata.version("antlr4-python3-runtime").startswith("4.11")
-)
 #: Answers in groups of forms of one value (as the judge may or may not see them).
 OLYMPIAD_GROUPS = [
     ["3", "$3$", "3^\\circ", "\\mathrm{3}"],
@@ -479,12 +475,15 @@ def test_olympiad_judge_agrees_with_the_reference(monkeypatch: pytest.MonkeyPatc
     _judges_agree(olympiad.MathJudger(parser), vk_olympiad.MathJudger(), random.Random(SEED + 5))
 
 
-@pytest.mark.skipif(not HAS_SYMPY_LATEX, reason="sympy's LaTeX parser needs antlr4 4.11")
-def test_olympiad_judge_agrees_with_the_reference_on_sympy_latex() -> None:
+def test_olympiad_judge_agrees_with_the_reference_on_sympy_latex(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both judges read LaTeX with sympy's own parser (antlr4 4.11, in .venv-latex here)."""
+    parser = olympiad.sympy_parse_latex()
+    monkeypatch.setattr(vk_olympiad, "parse_latex", parser)
     _judges_agree(olympiad.MathJudger(), vk_olympiad.MathJudger(), random.Random(SEED + 6))
 
 
-@pytest.mark.skipif(not HAS_SYMPY_LATEX, reason="sympy's LaTeX parser needs antlr4 4.11")
 @pytest.mark.parametrize(
     ("span", "gold", "correct", "why"),
     [
@@ -518,11 +517,21 @@ def test_olympiad_satori_with_a_stand_in_parser(monkeypatch: pytest.MonkeyPatch)
         olympiad._judge.cache_clear()
 
 
-@pytest.mark.skipif(HAS_SYMPY_LATEX, reason="sympy's LaTeX parser is installed")
-def test_olympiad_satori_names_the_missing_parser() -> None:
+def test_olympiad_satori_names_the_missing_parser(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without antlr4 4.11 here (this environment's 4.9) and without the side environment."""
+    from vlrl.scoring import side_latex
+
+    monkeypatch.setenv(side_latex.PYTHON_ENV, str(tmp_path / "no-venv" / "python"))
     olympiad._judge.cache_clear()
-    with pytest.raises(RuntimeError, match=r"antlr4-python3-runtime 4\.11"):
-        maths.olympiad_satori(Candidate("<answer>3</answer>", "$3$", "numerical"))
+    olympiad._side_parser.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match=r"antlr4-python3-runtime 4\.11.*make setup"):
+            maths.olympiad_satori(Candidate("<answer>3</answer>", "$3$", "numerical"))
+    finally:
+        olympiad._judge.cache_clear()
+        olympiad._side_parser.cache_clear()
 
 
 def test_olympiad_satori_refuses_other_types() -> None:

@@ -12,6 +12,7 @@ random differential test with sympy's parser is in test_maths.py.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from importlib.metadata import version
@@ -262,19 +263,42 @@ def test_an_unclosed_box_is_an_error(judges) -> None:
     )
 
 
-def test_the_missing_parser_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+def _antlr_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(_latex: str):
         raise ImportError("LaTeX parsing requires the antlr4 Python package")
 
     monkeypatch.setattr(sympy.parsing.latex, "parse_latex", broken)
+    # a side parser of this test's own: the module's shared one stays as it was
+    fresh = functools.cache(olympiad._side_parser.__wrapped__)
+    monkeypatch.setattr(olympiad, "_side_parser", fresh)
+
+
+def test_without_antlr_here_the_side_environment_parses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """antlr4 4.9 in this environment (omegaconf's): sympy's parser runs in .venv-latex."""
+    from vlrl.scoring.side_latex import SideLatexParser
+
+    _antlr_missing(monkeypatch)
+    parser = olympiad.sympy_parse_latex()
+    assert isinstance(parser, SideLatexParser)
+    assert parser is olympiad.sympy_parse_latex(), "one side process for every judge"
+    assert sympy.srepr(parser("\\frac{2}{4}")) == (
+        "Mul(Integer(2), Pow(Integer(4), Integer(-1)))"
+    ), "unevaluated, as parsed"
+
+
+def test_the_missing_parser_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from vlrl.scoring import side_latex
+
+    _antlr_missing(monkeypatch)
+    monkeypatch.setenv(side_latex.PYTHON_ENV, str(tmp_path / "python"))
     with pytest.raises(RuntimeError) as error:
         olympiad.sympy_parse_latex()
     assert str(error.value) == (
         "the OlympiadBench judge of SATORI-R1's VLMEvalKit needs sympy's LaTeX parser, which "
-        f"needs antlr4-python3-runtime 4.11 (installed: {version('antlr4-python3-runtime')}; "
-        "omegaconf, under dvc and hydra-core, needs 4.9.*): run it where 4.11 is installed or "
-        "score OlympiadBench under another protocol (LaTeX parsing requires the antlr4 Python "
-        "package)"
+        f"needs antlr4-python3-runtime 4.11 (installed here: {version('antlr4-python3-runtime')}; "
+        "omegaconf, under dvc and hydra-core, needs 4.9.*), and its side environment does not "
+        f"run it: sympy's LaTeX parser runs in {tmp_path / 'python'}, which does not exist: "
+        "`make setup` builds .venv-latex (envs/latex.txt)"
     )
     assert error.value.__suppress_context__
 

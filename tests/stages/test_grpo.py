@@ -43,7 +43,18 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from safetensors.torch import load_file
+    from transformers import AutoProcessor
 
+    from vlrl import rewards
+
+    frames_seen = []
+
+    def frame(completions, input_size, image_sizes, images, **kwargs):
+        """Records the frame each row's reward is given (0 otherwise)."""
+        frames_seen.extend(zip(input_size, image_sizes, images, strict=True))
+        return [0.0] * len(completions)
+
+    monkeypatch.setitem(rewards.REGISTERED, "test.frame", frame)
     cfg = load_experiment(
         "tiny_shapes",
         [
@@ -55,10 +66,18 @@ def test_a_few_real_steps_log_rewards_and_change_weights(
             "grpo.num_generations=2",
             "grpo.max_completion_length=8",
             "grpo.learning_rate=0.01",
-            "grpo.rewards={common.format: 0.5, common.accuracy: 1.0, test.length: 1.0}",
+            "grpo.rewards={common.format: 0.5, common.accuracy: 1.0, test.length: 1.0, "
+            "test.frame: 1.0}",
         ],
     )
     times = grpo.run("tiny_shapes", cfg)
+    # rewards get each image's frame as the policy's processor made it (image_grid_thw x 14)
+    processor = AutoProcessor.from_pretrained(paths.model_resource("tiny-qwen2.5-vl"))
+    assert len(frames_seen) == 2 * 4
+    for input_size, image_sizes, images in frames_seen:
+        grid = processor.image_processor(images=images[:1], return_tensors="pt")["image_grid_thw"]
+        assert input_size == [int(grid[0][2]) * 14, int(grid[0][1]) * 14]
+        assert image_sizes[0] == list(images[0].size)
     out = paths.grpo_dir("tiny_shapes")
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["steps"] == 2

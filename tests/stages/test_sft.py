@@ -54,6 +54,30 @@ def test_sharegpt_rows_match_llamafactory_format(shapes_data: Path) -> None:
     assert set(SHAREGPT_DATASET_INFO["columns"]) == {"messages", "system", "images"}
 
 
+def test_boxes_are_taught_in_the_frame_the_model_sees(tiny_model_dir: Path) -> None:
+    """``sft.box_frame: model_input``: a 300x97 picture within 12544 px is shrunk by
+    LLaMA-Factory to 196x63 and by the tiny model's processor to 196x56, the frame whose pixels
+    the target box is written in."""
+    from vlrl.items.records import Record
+
+    rec = Record(
+        id="r1", images=["a.png"], problem="the red one", answer="[30, 10, 150, 90]",
+        problem_type="grounding", data_source="t", boxes=[[30, 10, 150, 90]],
+        image_sizes=[[300, 97]],
+    )  # fmt: skip
+    cfg = SFTConfig(image_min_pixels=3136, image_max_pixels=112 * 112)
+    (moved,) = sft.boxes_in_training_frame([rec], tiny_model_dir, cfg)
+    assert moved.boxes == [pytest.approx([19.6, 10 / 97 * 56, 98.0, 90 / 97 * 56])]
+    row = to_sharegpt(moved, PROMPTS["rec_baseline"])
+    assert row["messages"][1]["content"] == '{"bbox_2d": [20, 6, 98, 52]}'
+    # a record without a box is left as it is; one without its picture's size is named
+    plain = rec.model_copy(update={"boxes": [], "id": "r2"})
+    assert sft.boxes_in_training_frame([plain], tiny_model_dir, cfg) == [plain]
+    unsized = rec.model_copy(update={"image_sizes": None, "id": "r3"})
+    with pytest.raises(StageError, match="record r3 has boxes but no image_sizes"):
+        sft.boxes_in_training_frame([unsized], tiny_model_dir, cfg)
+
+
 def test_missing_inputs_named(project: Path) -> None:
     with pytest.raises(StageError, match=r"train\.jsonl"):
         sft.run("tiny_shapes", load_experiment("tiny_shapes"))

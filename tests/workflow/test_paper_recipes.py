@@ -26,6 +26,7 @@ RECIPES = [
     "vlm_r1_ovd",
     "vlm_r1_math",
     "vision_sr1",
+    "vision_sr1_cold_start",
     "vision_r1_regular",
     "vision_sr1_no_self_reward",
     "sophiavl_r1",
@@ -167,17 +168,22 @@ def test_every_recipe_plans(project: Path) -> None:
         assert not [d for d in smoke.downloads if d.blocked], recipe
     ovd = plan.render(plan.make_plan("vlm_r1_ovd"))
     assert "USER-PROVIDED, missing: put its files in data/vlm_r1_ovd_d3" in ovd
-    sr1 = plan.make_plan("vision_sr1")
+    sr1 = plan.make_plan("vision_sr1_cold_start")
     _a_plan_you_can_read(sr1, plan.render(sr1))
     blocked = {d.name for d in sr1.downloads if d.blocked}
     assert {"vision_sr1_cold_9k", "vision_sr1_47k"} <= blocked  # unpinned: `vlrl pin` first
     assert any(s.key == "score.judge" and "generativelanguage" in s.how for s in sr1.servers)
+    # vision_sr1 starts from the released cold start, whose revision `vlrl pin` writes first
+    released = plan.make_plan("vision_sr1")
+    assert "vision-sr1-cold-start-7b" in {d.name for d in released.downloads if d.blocked}
+    assert "sft" not in {p.job.rule for p in released.jobs}
 
 
 def _a_plan_you_can_read(made, text: str) -> None:
-    """vision_sr1's plan opens with a one-screen summary whose total is the sum of the stages it
-    can estimate (not "unknown" because SFT's records are unknown), names what it cannot
-    estimate, sizes memory with the 7B model's own shape, and groups the routine stages."""
+    """vision_sr1_cold_start's plan opens with a one-screen summary whose total is the sum of the
+    stages it can estimate (not "unknown" because SFT's records are unknown), names what it
+    cannot estimate, sizes memory with the 7B model's own shape, and groups the routine
+    stages."""
     from vlrl.workflow.cost_model import GPU_HOURS
 
     summary = text.split("\n## Stages")[0].splitlines()
@@ -186,8 +192,9 @@ def _a_plan_you_can_read(made, text: str) -> None:
     total = sum(s.get_or_none(GPU_HOURS) for s in known)
     compute = next(line for line in summary if "compute:" in line)
     assert f"at least {total:,.2f} GPU-hours" in compute and "unknown GPU-hours" not in text
-    assert "not estimated: sft (records unknown" in compute and "infer x 24" in compute
-    assert "stages: 62 to run (8 download, 1 data, 1 base_model, 1 sft, 1 grpo" in summary[3]
+    assert "not estimated: sft (records unknown" in compute and "infer x 27" in compute
+    # its own stages and vision_sr1's, the parent its report compares with
+    assert "stages: 109 to run (9 download, 2 data, 2 base_model, 1 sft, 2 grpo" in summary[3]
     assert "h 3584, L 28" in text and "Qwen2.5-VL-3B-Instruct's shape (assumed" not in text
     assert len(text.splitlines()) < 150, len(text.splitlines())  # was 500: 24 infer blocks
-    assert "**infer x 24:" in text and "resolve: wrote" not in text
+    assert "**infer x 27:" in text and "resolve: wrote" not in text

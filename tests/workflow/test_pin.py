@@ -139,3 +139,11 @@ def test_pin_of_an_unknown_repository_changes_nothing(project: Path, hub: str) -
     said = " ".join(result.stderr.split())
     assert result.returncode == 2 and "did not answer with its commit" in said
     assert "unpinned:" in path.read_text()
+
+
+def test_a_sha_of_digits_alone_is_written_as_text() -> None:
+    """Unquoted, YAML would read it as an integer and the config would refuse it."""
+    from vlrl.workflow.pin import rewrite
+
+    text = rewrite("repo_id: a/b\nunpinned: no page\nformat: x\n", "1" * 40, "pinned")
+    assert yaml.safe_load(text)["revision"] == "1" * 40

@@ -1,6 +1,8 @@
 """The llamafactory_sharegpt format: Vision-SR1-Cold-9K's LLaMA-Factory files (two sharegpt sets
 over cold_start/ pictures, one alpaca text set) → one train record per conversation, the
-assistant turn kept verbatim, rows without their picture or answer rejected by id."""
+conversation kept verbatim (system turn, every round, ``<image>`` where it is), the rows
+LLaMA-Factory trains kept (checked against its own converter) and the others rejected by id,
+each saying why."""
 
 from __future__ import annotations
 
@@ -38,13 +40,29 @@ def alpaca(instruction: str, output: str | None, input: str = "") -> dict[str, A
     return {"instruction": instruction, "input": input, "output": output}
 
 
+#: rows LLaMA-Factory trains that are not one plain round: a system turn, two rounds, a response
+#: without a final answer
+SYSTEM_ROW = {"messages": [{"role": "system", "content": "Be brief."},
+                           {"role": "user", "content": "Hi, what is 1 + 0?"},
+                           {"role": "assistant", "content": "\\boxed{1}"}]}  # fmt: skip
+TWO_ROUNDS = {"messages": [{"role": "user", "content": "Describe it. <image>"},
+                           {"role": "assistant", "content": "Three red apples."},
+                           {"role": "user", "content": "How many?"},
+                           {"role": "assistant", "content": "\\boxed{3}"}],
+              "images": ["cold_start/4384.jpg"]}  # fmt: skip
+NO_ANSWER = chat("How many?<image>", "<think>hmm</think> three", ["cold_start/4384.jpg"])
+
+
 def good_rows() -> dict[str, list[dict[str, Any]]]:
     return {
         "vision_see_think": [
-            chat(f"How many apples are there?{FORMAT}<image>", SEE_THINK, ["cold_start/4384.jpg"])
+            chat(f"How many apples are there?{FORMAT}<image>", SEE_THINK, ["cold_start/4384.jpg"]),
+            TWO_ROUNDS,
+            NO_ANSWER,
         ],
         "vision_reasoner": [
-            chat("<image>What is the slope of the line?", REASONER, ["cold_start/30172.jpg"])
+            chat("<image>What is the slope of the line?", REASONER, ["cold_start/30172.jpg"]),
+            SYSTEM_ROW,
         ],
         "caption_reasoners(text)": [
             alpaca("Text description: a red sign.\nQuestion: What colour is the sign?",
@@ -65,7 +83,7 @@ def write_release(root: Path, rows: dict[str, list[dict[str, Any]]]) -> None:
 
 def test_each_conversation_becomes_a_record(tmp_path: Path) -> None:
     write_release(tmp_path, good_rows())
-    assert convert_dataset("llamafactory_sharegpt", tmp_path) == {"train": 3}
+    assert convert_dataset("llamafactory_sharegpt", tmp_path) == {"train": 6}
     records = {r.id: r for r in read_records(tmp_path / "records" / "train.jsonl")}
     see = records["vision_see_think-0"]
     assert see.problem == f"How many apples are there?{FORMAT}"  # verbatim, <image> removed
@@ -80,32 +98,110 @@ def test_each_conversation_becomes_a_record(tmp_path: Path) -> None:
         "Text description: a red sign.\nQuestion: What colour is the sign?\nOptions: A. blue B. red"
     )
     assert (caption.images, caption.answer, caption.response) == ([], "B", CAPTION)
-    assert caption.task == "caption_reasoners(text)"
+    assert caption.task == "caption_reasoners(text)" and caption.turns is None
+
+
+def test_what_llamafactory_trains_is_kept_verbatim(tmp_path: Path) -> None:
+    """The SFT row of each record is the source's row: the system prompt, every round, the
+    ``<image>`` tags where the source put them."""
+    from vlrl.data.convert import to_sharegpt
+    from vlrl.items.prompts import PROMPTS
+
+    write_release(tmp_path, good_rows())
+    convert_dataset("llamafactory_sharegpt", tmp_path)
+    records = {r.id: r for r in read_records(tmp_path / "records" / "train.jsonl")}
+    for rid, raw in [("vision_see_think-0", good_rows()["vision_see_think"][0]),
+                     ("vision_see_think-1", TWO_ROUNDS), ("vision_see_think-2", NO_ANSWER),
+                     ("vision_reasoner-1", SYSTEM_ROW)]:  # fmt: skip
+        row = to_sharegpt(records[rid], PROMPTS["see_think_boxed"])
+        messages = [m for m in raw["messages"] if m["role"] != "system"]
+        assert row["messages"] == messages, rid
+        assert row["system"] == ("Be brief." if rid == "vision_reasoner-1" else ""), rid
+    two = records["vision_see_think-1"]
+    assert (two.problem, two.answer, two.response) == ("Describe it.", "3", "\\boxed{3}")
+    # no final answer: the whole response stands in (SFT trains on the turns)
+    assert records["vision_see_think-2"].answer == "<think>hmm</think> three"
+
+
+#: Role sequences (after the messages' own roles) and whether LLaMA-Factory trains them.
+ROLE_SEQUENCES = [
+    ["user", "assistant"], ["system", "user", "assistant"], ["user", "assistant"] * 3,
+    ["user"], ["assistant", "user"], ["system"], [], ["user", "user"],
+    ["user", "function_call", "observation", "assistant"], ["system", "system", "user"],
+    ["user", "assistant", "user"], ["human", "gpt"], ["user", "assistant", "system", "assistant"],
+]  # fmt: skip
+
+LLAMAFACTORY_TRAINS = """
+import json, sys
+from llamafactory.data.converter import SharegptDatasetConverter
+from llamafactory.data.parser import DatasetAttr
+from llamafactory.hparams import DataArguments
+
+attr = DatasetAttr("file", dataset_name="vision_see_think", formatting="sharegpt")
+# LLaMA-Factory-Cold-Start/data/dataset_info.json's registration of the cold-start sets
+attr.messages, attr.images = "messages", "images"
+attr.role_tag, attr.content_tag = "role", "content"
+attr.user_tag, attr.assistant_tag = "user", "assistant"
+convert = SharegptDatasetConverter(attr, DataArguments())
+out = []
+for roles in json.load(sys.stdin):
+    turns = [{"role": r, "content": f"t{i}"} for i, r in enumerate(roles)]
+    row = convert({"messages": turns, "images": None})
+    # data/processor/supervised.py drops what does not end in one response after a prompt
+    out.append(len(row["_prompt"]) % 2 == 1 and len(row["_response"]) == 1)
+print(json.dumps(out))
+"""
+
+
+def test_the_rows_kept_are_the_rows_llamafactory_trains() -> None:
+    """LLaMA-Factory's own SharegptDatasetConverter (.venv-sft) on every role sequence."""
+    import subprocess
+
+    from vlrl.data.formats import Row, RowError
+    from vlrl.data.formats.llamafactory_sharegpt import sharegpt_turns
+    from vlrl.stages.sft import llamafactory_cli
+
+    python = Path(llamafactory_cli()).with_name("python")
+    done = subprocess.run(
+        [str(python), "-c", LLAMAFACTORY_TRAINS],
+        input=json.dumps(ROLE_SEQUENCES),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    trains = json.loads(done.stdout.strip().splitlines()[-1])
+    for roles, trained in zip(ROLE_SEQUENCES, trains, strict=True):
+        row = Row("x.json", 0, {"messages": [{"role": r, "content": f"t{i}"}
+                                              for i, r in enumerate(roles)]})  # fmt: skip
+        try:
+            sharegpt_turns(row)
+            kept = True
+        except RowError as exc:
+            kept = False
+            assert "LLaMA-Factory" in str(exc) or not roles, (roles, str(exc))
+        assert kept == trained, roles
 
 
 #: (subset, row) of malformed rows → the words of their error, by id (position after the good).
 BAD = {
-    "vision_see_think-1": ("vision_see_think",
+    "vision_see_think-3": ("vision_see_think",
                            chat("How many?<image>", SEE_THINK, ["cold_start/999.jpg"]),
                            "'cold_start/999.jpg' does not exist"),
-    "vision_see_think-2": ("vision_see_think", chat("How many?<image>", None),
-                           "assistant turn is missing"),
-    "vision_see_think-3": ("vision_see_think",
-                           chat("How many?<image>", "<think>hmm</think> three",
-                                ["cold_start/4384.jpg"]),
-                           "no final answer"),
-    "vision_reasoner-1": ("vision_reasoner",
+    "vision_see_think-4": ("vision_see_think", chat("How many?<image>", None),
+                           "LLaMA-Factory skips an odd count"),
+    "vision_reasoner-2": ("vision_reasoner",
                           chat("Compare them.", REASONER, ["cold_start/4384.jpg"]),
                           "0 <image> tokens but the row has 1 images"),
-    "vision_reasoner-2": ("vision_reasoner",
-                          {"messages": [{"role": "system", "content": "Be brief."},
-                                        {"role": "user", "content": "Hi"},
-                                        {"role": "assistant", "content": "\\boxed{1}"}]},
-                          "has 3 turns"),
     "vision_reasoner-3": ("vision_reasoner",
                           {"messages": [{"role": "assistant", "content": "\\boxed{1}"},
                                         {"role": "user", "content": "Hi"}]},
-                          "turn 0 must be the 'user' turn"),
+                          "turn 0 has role 'assistant'"),
+    "vision_reasoner-4": ("vision_reasoner",
+                          {"messages": [{"role": "user", "content": "<image>"},
+                                        {"role": "assistant", "content": "\\boxed{1}"}],
+                           "images": ["cold_start/4384.jpg"]},
+                          "holds nothing but <image>"),
     "caption_reasoners(text)-1": ("caption_reasoners(text)", alpaca("Question: why?", None),
                                   "assistant turn is missing"),
 }  # fmt: skip
@@ -131,13 +227,13 @@ def test_malformed_rows_stop_the_conversion_each_named(tmp_path: Path) -> None:
 
 def test_malformed_rows_are_reported_with_their_ids(tmp_path: Path) -> None:
     write_with_bad_rows(tmp_path)
-    assert convert_dataset("llamafactory_sharegpt", tmp_path, bad_rows="report") == {"train": 3}
+    assert convert_dataset("llamafactory_sharegpt", tmp_path, bad_rows="report") == {"train": 6}
     lines = (tmp_path / "records" / "rejected.jsonl").read_text().splitlines()
     rejected = {r["id"]: r["why"] for r in map(json.loads, lines)}
     assert set(rejected) == set(BAD)
     assert all(why in rejected[rid] for rid, (_, _, why) in BAD.items())
     assert json.loads((tmp_path / "records" / "report.json").read_text()) == {
-        "train": {"records": 3, "rejected": len(BAD)}
+        "train": {"records": 6, "rejected": len(BAD)}
     }
 
 

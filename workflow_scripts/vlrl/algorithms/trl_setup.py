@@ -11,6 +11,7 @@ from vlrl.config import ExperimentConfig, GRPOConfig
 from vlrl.core import paths
 from vlrl.core.errors import StageError
 from vlrl.data.convert import to_conversation
+from vlrl.items.frames import processor_input_size
 from vlrl.items.prompts import get_prompt
 from vlrl.items.records import Record
 from vlrl.rewards import ConfiguredReward, entry, get_reward
@@ -53,10 +54,18 @@ def select_tasks(records: list[Record], cfg: GRPOConfig) -> list[Record]:
     return kept[: cfg.max_samples]
 
 
-def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
+def build_dataset(
+    records: list[Record], data_dir: Path, cfg: ExperimentConfig, image_processor: Any = None
+):
     """A datasets.Dataset with TRL's conversational ``prompt``, an ``images`` column of PIL
     images (one or more per row), and the columns rewards read (problem, answer, problem_type,
-    boxes, options, caption, image_sizes, task)."""
+    boxes, options, caption, image_sizes, task, input_size).
+
+    ``input_size`` is ``[width, height]`` of the row's first image as ``image_processor`` (the
+    trainer's) resizes it, the frame the policy answers boxes in: VLM-R1's REC reward rescales
+    from it as the released trainer's ``image_grid_thw`` does. None without a processor or an
+    image.
+    """
     import datasets
 
     fmt = get_prompt(cfg.prompt)
@@ -73,6 +82,7 @@ def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
             "options": r.options,
             "caption": r.caption,
             "image_sizes": r.image_sizes,
+            "input_size": _input_size(r, data_dir, image_processor),
             "task": r.task or r.problem_type,
             "id": r.id,
         }
@@ -80,6 +90,19 @@ def build_dataset(records: list[Record], data_dir: Path, cfg: ExperimentConfig):
     ]
     dataset = datasets.Dataset.from_list(rows)
     return dataset.cast_column("images", datasets.Sequence(datasets.Image()))
+
+
+def _input_size(record: Record, data_dir: Path, image_processor: Any) -> list[int] | None:
+    if image_processor is None or not record.images:
+        return None
+    if record.image_sizes:
+        width, height = record.image_sizes[0]
+    else:  # the header alone: no decoding
+        from PIL import Image
+
+        with Image.open(data_dir / record.images[0]) as image:
+            width, height = image.size
+    return processor_input_size(image_processor, width, height)
 
 
 #: TRL options naming the vLLM server of ``vllm_mode: server``: vlrl sets them from the server
@@ -125,6 +148,7 @@ def trl_kwargs(
         output_dir=str(output_dir),
         seed=seed,
         data_seed=seed,
+        shuffle_dataset=cfg.shuffle,
         **horizon_options(cfg),
         learning_rate=cfg.learning_rate,
         lr_scheduler_type=cfg.lr_scheduler_type,

@@ -49,6 +49,13 @@ class SFTConfig(Section):
         description="Train records without a reasoning target: stop (name them) or drop them "
         "(their count goes to the output's vlrl_sft/dropped.json).",
     )
+    box_frame: Literal["original", "model_input"] = Field(
+        "original",
+        description="The pixel frame of the boxes SFT teaches (grounding targets). original: the "
+        "image as stored; model_input: the image as the model sees it in training "
+        "(LLaMA-Factory's resize into image_min/max_pixels, then the processor's), the frame "
+        "Qwen2.5-VL answers in and a benchmark of box_frame model_input reads.",
+    )
     gradient_checkpointing: bool = Field(
         True,
         description="Recompute activations in the backward pass (LLaMA-Factory's default): less "
@@ -163,6 +170,12 @@ class GRPOConfig(Section):
         description="Train only on records whose task is one of these (None: every record). "
         "Tasks whose reward gives the policy no usable signal can be left out. With shapes data, "
         "each must be one of data.shapes.tasks.",
+    )
+    shuffle: bool = Field(
+        True,
+        description="Draw the training prompts in a seeded random order (TRL's "
+        "shuffle_dataset); false: in the records' order, as a released config with shuffle: "
+        "false trains.",
     )
     max_steps: PositiveInt = Field(
         100, description="Optimizer steps trained: the run stops after this one."

@@ -1,8 +1,10 @@
 """From canonical records to what the trainers read.
 
 - :func:`to_sharegpt`: LLaMA-Factory's sharegpt rows (SFT), one ``<image>`` per image.
-- :func:`to_conversation`: the conversational prompt TRL and the generators take, images first
-  (the position TRL's ``prepare_multimodal_messages`` gives them, and LLaMA-Factory's here).
+- :func:`to_conversation`: the conversational prompt TRL and the generators take.
+
+Both place the images where the prompt format says (:meth:`PromptFormat.user_content`: before
+the text, or after the question as Vision-SR1's loader puts them).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from vlrl.items.records import Record
 def to_conversation(record: Record, fmt: PromptFormat) -> list[dict[str, Any]]:
     """The prompt turns for ``record``: the format's system turn (when it has one), then the user
     turn with one image placeholder per image and the text of :meth:`PromptFormat.render_prompt`
-    (given the record's problem type).
+    (given the record's problem type), as :meth:`PromptFormat.user_content` places them.
 
     >>> from vlrl.items.prompts import PROMPTS
     >>> rec = Record(id="1", images=["a.png"], problem="How many?", answer="2",
@@ -27,16 +29,28 @@ def to_conversation(record: Record, fmt: PromptFormat) -> list[dict[str, Any]]:
     >>> [m["role"] for m in to_conversation(rec, PROMPTS["sophiavl_think"])]
     ['system', 'user']
     """
-    content: list[dict[str, Any]] = [{"type": "image"} for _ in record.images]
-    content.append({"type": "text", "text": _user_text(record, fmt)})
+    content = fmt.user_content(
+        record.problem, problem_type=prompt_type(record, fmt), images=len(record.images)
+    )
     turns = [{"role": "user", "content": content}]
     if fmt.system is not None:
         turns.insert(0, {"role": "system", "content": [{"type": "text", "text": fmt.system}]})
     return turns
 
 
-def _user_text(record: Record, fmt: PromptFormat) -> str:
-    return fmt.render_prompt(record.problem, problem_type=record.problem_type)
+def prompt_type(record: Record, fmt: PromptFormat) -> str:
+    """The problem type ``fmt``'s per-type suffix is chosen by: the source's own type name when
+    the format has a suffix for it, else vlrl's.
+
+    >>> from vlrl.items.prompts import PROMPTS
+    >>> rec = Record(id="1", images=[], problem="Who?", answer="Lee", problem_type="free_form",
+    ...              source_type="text", data_source="t")
+    >>> prompt_type(rec, PROMPTS["sophiavl_think"]), prompt_type(rec, PROMPTS["think_answer"])
+    ('text', 'free_form')
+    """
+    if record.source_type is not None and record.source_type in fmt.type_suffixes:
+        return record.source_type
+    return record.problem_type
 
 
 def sft_target(record: Record, fmt: PromptFormat) -> str:
@@ -87,14 +101,21 @@ def to_sharegpt(record: Record, fmt: PromptFormat) -> dict[str, Any]:
     >>> to_sharegpt(rec, PROMPTS["think_answer"])["images"]
     ['images/train/1.png']
 
-    A record with its source's own assistant turn (``response``: cold-start data) keeps both
-    turns verbatim, with no system prompt (LLaMA-Factory's template default, as the source's
-    own training had):
+    A record with its source's whole conversation (``turns``: cold-start data) keeps it verbatim,
+    ``<image>`` tags and system prompt included. One with only its source's own assistant turn
+    (``response``) keeps both turns, with no system prompt (LLaMA-Factory's template default, as
+    the source's own training had):
 
     >>> cold = rec.model_copy(update={"problem": "Describe, then solve.", "response": "<think>…"})
     >>> [m["content"] for m in to_sharegpt(cold, PROMPTS["think_answer"])["messages"]]
     ['<image>Describe, then solve.', '<think>…']
     """
+    if record.turns is not None:  # the source's conversation, as LLaMA-Factory read it there
+        return {
+            "messages": [dict(turn) for turn in record.turns],
+            "system": record.system or "",
+            "images": [str(p) for p in record.images],
+        }
     if record.response is not None:
         return {
             "messages": [
@@ -104,9 +125,13 @@ def to_sharegpt(record: Record, fmt: PromptFormat) -> dict[str, Any]:
             "system": "",
             "images": [str(p) for p in record.images],
         }
+    parts = fmt.user_content(
+        record.problem, problem_type=prompt_type(record, fmt), images=len(record.images)
+    )
+    user = "".join(p["text"] if p["type"] == "text" else "<image>" for p in parts)
     return {
         "messages": [
-            {"role": "user", "content": "<image>" * len(record.images) + _user_text(record, fmt)},
+            {"role": "user", "content": user},
             {"role": "assistant", "content": sft_target(record, fmt)},
         ],
         "system": fmt.system or "",

@@ -6,6 +6,7 @@ answer read from a response, the prediction and score recorded for it.
 - :mod:`~vlrl.items.prompts`: the named prompt formats (:data:`~vlrl.items.prompts.PROMPTS`),
   built from the papers' texts and patterns in :mod:`~vlrl.items.prompt_texts`;
 - :mod:`~vlrl.items.answers`: answer extraction and comparison shared by rewards and scorers;
+- :mod:`~vlrl.items.frames`: the model-input frame boxes are read and taught in;
 - :mod:`~vlrl.items.predictions`: the typed predictions and scores that infer, score and report
   pass on.
 

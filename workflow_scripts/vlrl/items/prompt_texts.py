@@ -131,12 +131,15 @@ CAPTION_BBOX_THINK_ANSWER_PATTERN = (
 
 SOPHIAVL_SYSTEM_PROMPT = (
     "You FIRST think about the reasoning process as an internal monologue and then provide the "
-    "final answer.\n The reasoning process MUST BE enclosed within <think> </think> tagsdd. The "
+    "final answer. The reasoning process MUST BE enclosed within <think> </think> tagsdd. The "
     "final answer MUST BE enclosed within <answer> </answer> tags, for example "
     "<think>your_thinking_process</think><answer>your_final_answer</answer>. If you use formula, "
     "please use LaTeX format."
 )
-"""``scripts/train_scripts/run_train.sh`` ``SYSTEM_PROMPT`` (typo "tagsdd" kept)."""
+"""``scripts/train_scripts/run_train.sh`` ``SYSTEM_PROMPT`` (lines 14-15, typo "tagsdd" kept) as
+the trainer receives it: the script passes it as ``data.system_prompt=…`` and ``verl/trainer/
+main.py``'s ``OmegaConf.from_cli`` reads the value as YAML, which folds the script's line break
+and the next line's leading space ("answer.\n The") into one space."""
 
 SOPHIAVL_QUESTION_TEMPLATE = (
     "{Question}\n"

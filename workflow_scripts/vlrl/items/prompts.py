@@ -20,9 +20,10 @@ asserts that :meth:`PromptFormat.render_target` earns it in full):
   (SophiaVL's five types, under their SophiaVL or vlrl names; ``yes_no``, ``grounding`` and
   ``detection`` get no suffix, where the released loader raises KeyError); ``sophiavl.format``.
 
-Where the papers' loaders differ from :func:`vlrl.data.convert.to_conversation` it is on purpose:
-images always come first (SophiaVL prepends ``<image>``, Vision-SR1 moves it last), and SophiaVL's
-multiple-choice options are not appended again (vlrl problems already list them).
+Images are placed as the papers' loaders place them: first (VLM-R1, SophiaVL's prepended
+``<image>``), or right after the question (Vision-SR1's ``_prefix_image_token``:
+``images_after_question``). SophiaVL's multiple-choice options are not appended again (vlrl
+problems already list them).
 
 The papers' prompt texts and format patterns are declared once, in
 :mod:`vlrl.items.prompt_texts`; the reward modules import (and re-export) them. This module
@@ -85,6 +86,9 @@ class PromptFormat:
         type_suffixes: problem type → text appended after the rendered template; types absent
             from it get no suffix.
         strip_question: strip the question before it enters the template.
+        images_after_question: the images go right after the question, before the rest of the
+            template (Vision-SR1's loader moves ``<image>`` to the end of the question before the
+            format prompt is rendered around it); else before all the text.
     """
 
     name: str
@@ -95,6 +99,7 @@ class PromptFormat:
     system: str | None = None
     type_suffixes: Mapping[str, str] = field(default_factory=dict, hash=False)
     strip_question: bool = False
+    images_after_question: bool = False
 
     def render_prompt(self, question: str, *, problem_type: str | None = None) -> str:
         """The user-turn text for ``question`` (of ``problem_type``, for per-type suffixes).
@@ -108,6 +113,28 @@ class PromptFormat:
         if problem_type is not None:
             text += self.type_suffixes.get(problem_type, "")
         return text
+
+    def user_content(
+        self, question: str, *, problem_type: str | None = None, images: int = 0
+    ) -> list[dict[str, str]]:
+        """The user turn as chat content parts: one ``{"type": "image"}`` per image, placed as
+        :attr:`images_after_question` says, and the text of :meth:`render_prompt` around them
+        (no empty text part; the texts joined are :meth:`render_prompt`'s).
+
+        >>> PROMPTS["think_answer"].user_content("Hi?", images=1)[0]
+        {'type': 'image'}
+        >>> [p.get("text", "<image>")[:12] for p in PROMPTS["see_think_boxed"].user_content(
+        ...     " How many? ", images=1)]
+        ['How many?', '<image>', ' You are tas']
+        """
+        text = self.render_prompt(question, problem_type=problem_type)
+        cut = 0
+        if self.images_after_question and images:
+            head = self.template.split("{Question}", 1)[0].format()
+            cut = len(head) + len(question.strip() if self.strip_question else question)
+        parts = [{"type": "text", "text": text[:cut]}, *({"type": "image"} for _ in range(images))]
+        parts.append({"type": "text", "text": text[cut:]})
+        return [p for p in parts if p.get("text") != ""]
 
     @property
     def target_fields(self) -> frozenset[str]:
@@ -222,6 +249,7 @@ PROMPTS: dict[str, PromptFormat] = {
             source="zli12321/Vision-SR1 @ 4480e08: see_think_format.jinja + "
             "see_think_selfReward.py format_reward",
             strip_question=True,
+            images_after_question=True,
         ),
         PromptFormat(
             name="think_boxed",
@@ -231,6 +259,7 @@ PROMPTS: dict[str, PromptFormat] = {
             source="zli12321/Vision-SR1 @ 4480e08: cot_format.jinja + cot_val.py format_reward "
             "(the regular Vision-R1 baseline, cot_config.yaml)",
             strip_question=True,
+            images_after_question=True,
         ),
         PromptFormat(
             name="caption_bbox_answer",

@@ -30,6 +30,12 @@ class Record(BaseModel):
     problem: str
     answer: str
     problem_type: ProblemType
+    source_type: str | None = Field(
+        None,
+        description="The problem type under the source's own name where vlrl's is coarser "
+        "(SophiaVL's 'text', a short text answer, is vlrl's free_form): a prompt format's "
+        "per-type suffix is looked up by it first.",
+    )
     accepted: list[str] = Field(
         default_factory=list,
         description="Other accepted answers beside ``answer``: every gold of an MMMU open "
@@ -53,6 +59,13 @@ class Record(BaseModel):
         "Vision-SR1-Cold-9K): SFT trains on it as it is, with ``problem`` as the verbatim user "
         "turn; the prompt format is not applied to either.",
     )
+    turns: list[dict[str, str]] | None = Field(
+        None,
+        description="The source's whole conversation, verbatim (LLaMA-Factory sharegpt "
+        "``{role, content}`` turns: several rounds, ``<image>`` tags where the source put "
+        "them): SFT trains on it as it is, with ``system`` as its system prompt.",
+    )
+    system: str | None = Field(None, description="The source's system prompt (with ``turns``).")
     groups: dict[str, str] = Field(
         default_factory=dict,
         description="Cluster ids for group metrics and clustered intervals, e.g. "
@@ -66,7 +79,7 @@ class Record(BaseModel):
         for key in ("groups", "accepted"):
             if not getattr(self, key):
                 data.pop(key, None)
-        for key in ("precision", "response"):
+        for key in ("precision", "response", "source_type", "turns", "system"):
             if getattr(self, key) is None:
                 data.pop(key, None)
         return data

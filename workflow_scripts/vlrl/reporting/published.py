@@ -60,7 +60,15 @@ class Source(Section):
 
 class Column(Section):
     benchmark: str | None = Field(
-        description="A config/benchmarks name; null: not a benchmark vlrl evaluates."
+        description="A config/benchmarks name; null: not a benchmark vlrl evaluates (or several: "
+        "pooled)."
+    )
+    pooled: list[str] | None = Field(
+        None,
+        min_length=2,
+        description="Benchmarks the paper prints as one accuracy: their items pooled, the mean "
+        "of their accuracies weighted by their item counts (Vision-SR1's weighted_mmmu_pro). "
+        "With benchmark null and metric accuracy.",
     )
     metric: str | list[str] = Field(
         "accuracy",
@@ -74,6 +82,17 @@ class Column(Section):
     differs: str | None = Field(
         None, description="How the published split, metric or protocol differs from ours."
     )
+
+    @model_validator(mode="after")
+    def _pooled_alone(self) -> Column:
+        if self.pooled is not None and (self.benchmark is not None or self.metric != "accuracy"):
+            raise KeyProblems(("pooled", "pools accuracies: set benchmark null, metric accuracy"))
+        return self
+
+    @property
+    def benchmarks(self) -> list[str]:
+        """The benchmarks the column's number is computed from."""
+        return list(self.pooled) if self.pooled else [self.benchmark] if self.benchmark else []
 
     @property
     def metrics(self) -> list[str]:
@@ -182,7 +201,6 @@ def reference_problems(name: str) -> list[str]:
     scoring protocol, and columns naming a benchmark that does not exist, a metric the
     benchmark does not define, or a scale its metric cannot have (a raw score printed as a
     percentage)."""
-    from vlrl.benchmarks import load_benchmark
     from vlrl.scoring.protocols import PROTOCOLS
 
     try:
@@ -199,34 +217,37 @@ def reference_problems(name: str) -> list[str]:
         if protocol.scoring is not None and protocol.scoring not in PROTOCOLS
     ]
     for label, column in ref.columns.items():
-        where = f"{path}: columns.{label}"
-        if column.benchmark is None:
-            continue
-        if not paths.benchmark_file(column.benchmark).is_file():
+        named = [("benchmark", column.benchmark)]
+        named += [(f"pooled.{i}", b) for i, b in enumerate(column.pooled or [])]
+        for key, bench in named:
+            if bench is not None:
+                where = f"{path}: columns.{label}"
+                problems += _column_benchmark_problems(where, key, bench, column)
+    return problems
+
+
+def _column_benchmark_problems(where: str, key: str, name: str, column: Column) -> list[str]:
+    """A column's benchmark ``name`` (under ``key``) exists, is valid and has the metric."""
+    from vlrl.benchmarks import load_benchmark
+
+    problems = []
+    if not paths.benchmark_file(name).is_file():
+        return [f"{where}.{key}: {name!r} has no file config/benchmarks/{name}.yaml"]
+    try:
+        bench = load_benchmark(name)
+    except ConfigError:  # the benchmark file's own problems are reported for it
+        return [f"{where}.{key}: config/benchmarks/{name}.yaml is invalid"]
+    kinds = {"accuracy": "proportion", **{m.name: m.kind for m in bench.metrics}}
+    for metric in column.metrics:
+        if metric not in kinds:
             problems.append(
-                f"{where}.benchmark: {column.benchmark!r} has no file "
-                f"config/benchmarks/{column.benchmark}.yaml"
+                f"{where}.metric: {metric!r} is not a metric of {name}; known: {list(kinds)}"
             )
-            continue
-        try:
-            bench = load_benchmark(column.benchmark)
-        except ConfigError:  # the benchmark file's own problems are reported for it
+        elif (kinds[metric] == "task_sum") != (column.scale == "raw"):
             problems.append(
-                f"{where}.benchmark: config/benchmarks/{column.benchmark}.yaml is invalid"
+                f"{where}.scale: {column.scale!r} does not fit {name}'s "
+                f"{metric} (raw is for scores on the benchmark's own scale, such as MME's)"
             )
-            continue
-        kinds = {"accuracy": "proportion", **{m.name: m.kind for m in bench.metrics}}
-        for metric in column.metrics:
-            if metric not in kinds:
-                problems.append(
-                    f"{where}.metric: {metric!r} is not a metric of {column.benchmark}; "
-                    f"known: {list(kinds)}"
-                )
-            elif (kinds[metric] == "task_sum") != (column.scale == "raw"):
-                problems.append(
-                    f"{where}.scale: {column.scale!r} does not fit {column.benchmark}'s "
-                    f"{metric} (raw is for scores on the benchmark's own scale, such as MME's)"
-                )
     return problems
 
 

@@ -7,7 +7,8 @@ published value on the same scale, the difference (reproduced − published) and
 published value lies inside the reproduced interval, with where the number comes from: the
 paper, table, row, and the protocol it was measured with. A published column whose benchmark
 vlrl does not evaluate (no benchmark, or not one of this experiment's) is kept, marked as not
-evaluated here.
+evaluated here. A column ``pooled`` from several benchmarks (Vision-SR1's MMMU-Pro: three
+settings, weighted by their item counts) is their accuracy over all their items.
 
 Two marks keep a difference from passing for a plain comparison: ``same_protocol`` is False when
 the published number's vlrl scoring protocol (the reference's ``scoring``) is unknown or is not
@@ -53,6 +54,25 @@ def _stored(published: float, column: Column) -> float:
     return published / 100 if column.scale == "percent" else published
 
 
+def pooled_row(rows: list[dict[str, Any] | None], confidence: float) -> dict[str, Any] | None:
+    """The accuracy of several benchmarks' results rows with their items pooled (the mean of
+    their accuracies weighted by their item counts), its Wilson interval at ``confidence``;
+    None when one of them is missing.
+
+    >>> row = pooled_row([{"n": 100, "accuracy": 0.5}, {"n": 300, "accuracy": 0.1}], 0.95)
+    >>> row["n"], row["accuracy"]
+    (400, 0.2)
+    """
+    from vlrl.scoring.stats import proportion_ci
+
+    if not rows or any(r is None for r in rows):
+        return None
+    n = sum(r["n"] for r in rows)
+    correct = sum(round(r["accuracy"] * r["n"]) for r in rows)  # counts of 0/1 verdicts
+    low, high = proportion_ci(correct, n, confidence)
+    return {"n": n, "accuracy": correct / n, "ci_low": low, "ci_high": high}
+
+
 def _reproduced(row: dict[str, Any] | None, column: Column) -> tuple[Any, Any, Any]:
     """Our value of the column's metric, with its interval (none for a sum of metrics)."""
     if row is None:
@@ -68,9 +88,12 @@ def versus_rows(
     results: list[dict[str, Any]],
     evaluations: list[Evaluation],
     sft_enabled: bool,
+    confidence: float = 0.95,
 ) -> list[dict[str, Any]]:
     """One row per linked published number (see the module docstring), by benchmark in the
-    experiment's order (then as linked), those not evaluated here last."""
+    experiment's order (then as linked), those not evaluated here last. A pooled column's
+    benchmark is its benchmarks joined by ``+`` and its number their pooled accuracy
+    (:func:`pooled_row`, interval at ``confidence``)."""
     ours = {(r["benchmark"], r["checkpoint"]): r for r in results}
     scored_by = {
         (ev.bench, checkpoint): scores.protocol
@@ -87,18 +110,26 @@ def versus_rows(
             if published is None:
                 continue
             column = ref.columns[column_label]
-            evaluated = column.benchmark in benches
-            row = ours.get((column.benchmark, checkpoint)) if evaluated else None
+            members = column.benchmarks
+            evaluated = bool(members) and all(b in benches for b in members)
+            if not evaluated:
+                row = None
+            elif column.pooled:
+                row = pooled_row([ours.get((b, checkpoint)) for b in members], confidence)
+            else:
+                row = ours.get((column.benchmark, checkpoint))
             value, low, high = _reproduced(row, column)
+            bench = "+".join(members) if column.pooled else column.benchmark
             stored = _stored(published, column)
             # Another subset or split: ours is shown, but no difference is meaningful.
             reason = published_row.not_comparable.get(column_label)
             compared = reason is None and value is not None
             inside = None if low is None or high is None else bool(low <= stored <= high)
-            reproduced_protocol = scored_by.get((column.benchmark, checkpoint))
+            protocols = {scored_by.get((b, checkpoint)) for b in members}
+            reproduced_protocol = protocols.pop() if len(protocols) == 1 else None
             rows.append(
                 {
-                    "benchmark": column.benchmark,
+                    "benchmark": bench,
                     "metric": column.metric_name,
                     "checkpoint": checkpoint,
                     "model": label(checkpoint, sft_enabled),

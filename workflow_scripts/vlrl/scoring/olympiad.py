@@ -24,10 +24,11 @@ answer): the records do not carry it, so every answer is judged at the default 1
 
 Needs sympy's ANTLR LaTeX parser (the references' ``parse_latex``), that is
 antlr4-python3-runtime 4.11, which vlrl's environment cannot have: omegaconf (under dvc and
-hydra-core) requires 4.9.*. The judge raises RuntimeError without it, as the reference fails
-when it builds ``MathJudger``; its logic is tested against the reference with a stand-in parser,
-and with sympy's in an environment that has 4.11. Its 30 s timeout per comparison uses
-``signal.alarm``: call it from the main thread.
+hydra-core) requires 4.9.*. It runs in a side environment, ``.venv-latex``
+(:mod:`vlrl.scoring.side_latex`); without either the judge raises RuntimeError, as the reference
+fails when it builds ``MathJudger``. Its logic is tested against the reference with a stand-in
+parser and with sympy's (both judges reading through the side environment). Its 30 s timeout
+per comparison uses ``signal.alarm``: call it from the main thread.
 """
 
 from __future__ import annotations
@@ -62,26 +63,39 @@ class MissingMethodError(AttributeError):
 
 
 def sympy_parse_latex() -> Callable:
-    """sympy's ``parse_latex`` (ANTLR backend), checked to run.
+    """sympy's ``parse_latex`` (ANTLR backend), checked to run: in this process where
+    antlr4-python3-runtime 4.11 is installed, else in the side environment ``.venv-latex``
+    (:class:`vlrl.scoring.side_latex.SideLatexParser`, one process shared by every judge).
 
     Raises:
-        RuntimeError: the installed antlr4-python3-runtime is not the 4.11 sympy needs.
+        RuntimeError: neither runs (no antlr4 4.11 here, no side environment).
     """
     from sympy.parsing.latex import parse_latex
 
     try:
         parse_latex("\\pi")
-    except ImportError as error:
-        from importlib.metadata import version
+    except ImportError:
+        side = _side_parser()
+        try:
+            side("\\pi")
+        except RuntimeError as error:
+            from importlib.metadata import version
 
-        raise RuntimeError(
-            "the OlympiadBench judge of SATORI-R1's VLMEvalKit needs sympy's LaTeX parser, which "
-            "needs antlr4-python3-runtime 4.11 (installed: "
-            f"{version('antlr4-python3-runtime')}; omegaconf, under dvc and hydra-core, needs "
-            "4.9.*): run it where 4.11 is installed or score OlympiadBench under another "
-            f"protocol ({error})"
-        ) from None
+            raise RuntimeError(
+                "the OlympiadBench judge of SATORI-R1's VLMEvalKit needs sympy's LaTeX parser, "
+                "which needs antlr4-python3-runtime 4.11 (installed here: "
+                f"{version('antlr4-python3-runtime')}; omegaconf, under dvc and hydra-core, "
+                f"needs 4.9.*), and its side environment does not run it: {error}"
+            ) from None
+        return side
     return parse_latex
+
+
+@functools.cache
+def _side_parser() -> Callable:
+    from vlrl.scoring.side_latex import SideLatexParser
+
+    return SideLatexParser()
 
 
 def _timeout_errors() -> tuple[type[BaseException], ...]:

@@ -245,13 +245,14 @@ def train(exp: str, cfg: ExperimentConfig, out: Path, resume_from: str | None) -
     data_dir = sharing.data_dir(exp)
     set_seed(cfg.seed)
     records = select_tasks(read_records(data_dir / "train.jsonl"), cfg.grpo)
-    dataset = build_dataset(records, data_dir, cfg)
     # Resuming a full fine-tune, the policy's weights come from the checkpoint through
     # from_pretrained: the Trainer's own reload misses every weight of a Qwen2.5-VL checkpoint
     # (it skips the key conversion from_pretrained applies, transformers#43701) and trains on
     # from the start model's weights, with only a warning.
     own_reload = resume_from is not None and not cfg.grpo.lora and not cfg.grpo.deepspeed
     model, processor = load_policy(start, cfg.grpo, Path(resume_from) if own_reload else None)
+    # The policy's processor gives each image's input frame (the column input_size).
+    dataset = build_dataset(records, data_dir, cfg, processor.image_processor)
     log.info("grpo: CPU kernels %s", cpu_kernel_report())
     rewards = reward_functions(cfg.grpo)
     log.info(

@@ -39,6 +39,7 @@ from vlrl.core.errors import StageError
 from vlrl.core.files import atomic_file
 from vlrl.data.convert import to_conversation
 from vlrl.generation import generating_processes, make_generator
+from vlrl.items.frames import processor_input_size
 from vlrl.items.predictions import prediction_of, write_predictions
 from vlrl.items.prompts import get_prompt
 from vlrl.serving.servers import serving
@@ -139,7 +140,7 @@ def run(exp: str, cfg: ExperimentConfig, checkpoint: str, bench: str) -> None:
             record,
             response if isinstance(response, str) else "",
             error=None if isinstance(response, str) else response["error"],
-            prompt=conversation[-1]["content"][-1]["text"],
+            prompt="".join(p.get("text", "") for p in conversation[-1]["content"]),
             model=str(model_dir),
             checkpoint=checkpoint,
             # The frame score needs to rescale boxes (benchmark box_frame: model_input).
@@ -288,21 +289,18 @@ def blanked(image: Image.Image) -> Image.Image:
 
 def model_input_sizes(model_dir: Path, image_paths: list[list[str]]) -> list[list[int] | None]:
     """Per item, ``[width, height]`` of its first image as the model's processor resizes it
-    (``image_grid_thw`` × patch size, as VLM-R1's ``test_rec_r1.py`` reads it); None for an item
-    without an image."""
+    (``image_grid_thw`` × patch size, as VLM-R1's ``test_rec_r1.py`` reads it:
+    :func:`vlrl.items.frames.processor_input_size`); None for an item without an image."""
     from transformers import AutoProcessor
 
     image_processor = AutoProcessor.from_pretrained(model_dir).image_processor
-    patch = image_processor.patch_size
     sizes: list[list[int] | None] = []
     for paths_ in image_paths:
         if not paths_:
             sizes.append(None)
             continue
-        with Image.open(paths_[0]) as img:
-            grid = image_processor(images=[img.convert("RGB")], return_tensors="pt")
-        _, height, width = (int(v) for v in grid["image_grid_thw"][0])
-        sizes.append([width * patch, height * patch])
+        with Image.open(paths_[0]) as img:  # the header: no decoding
+            sizes.append(processor_input_size(image_processor, *img.size))
     return sizes
 
 

@@ -84,7 +84,9 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
     evaluations = frames.load(exp, list(cfg.benchmarks), list(cfg.checkpoints))
     results = frames.results_rows(evaluations, cfg.score.confidence, sft)
     comparisons = frames.comparison_rows(exp, evaluations, cfg.score, cfg.seed, sft)
-    published = versus.versus_rows(list(cfg.report.published), results, evaluations, sft)
+    published = versus.versus_rows(
+        list(cfg.report.published), results, evaluations, sft, cfg.score.confidence
+    )
     parent = against_parent(exp, cfg)
     prior = blind.blind_rows(exp, evaluations, cfg.score, cfg.seed, sft)
     blank = blanked.blanked_rows(exp, evaluations, cfg.score, cfg.seed, sft)

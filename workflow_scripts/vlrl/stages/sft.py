@@ -54,8 +54,9 @@ from vlrl.core.errors import StageError
 from vlrl.core.files import atomic_dir
 from vlrl.core.volatile import split_run_times
 from vlrl.data.convert import SHAREGPT_DATASET_INFO, needs_reasoning, to_sharegpt
+from vlrl.items.frames import llamafactory_input_size, to_input_frame
 from vlrl.items.prompts import get_prompt
-from vlrl.items.records import read_records
+from vlrl.items.records import Record, read_records
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +209,8 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
                 f"sft: input {needed} is missing; run the data / base_model stages first"
             )
     records = read_records(train, cfg.sft.max_samples)
+    if cfg.sft.box_frame == "model_input":
+        records = boxes_in_training_frame(records, model_dir, cfg.sft)
     cli = llamafactory_cli()
 
     final = paths.sft_dir(exp)
@@ -217,7 +220,9 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         # A verbatim assistant turn (cold-start data) is a target as it is; a format without a
         # thinking part (VLM-R1's SFT baseline) needs no reasoning.
         missing = [
-            r.id for r in records if needs_reasoning(fmt) and not r.reasoning and r.response is None
+            r.id
+            for r in records
+            if needs_reasoning(fmt) and not r.reasoning and r.response is None and r.turns is None
         ]
         if missing and cfg.sft.missing_reasoning == "stop":
             shown = ", ".join(missing[:20]) + (
@@ -283,6 +288,36 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         log.info("sft: run times (kept out of %s): %s", final, json.dumps(times))
     log.info("sft: wrote %s", final)
     return times
+
+
+def boxes_in_training_frame(records: list[Record], model_dir: Path, cfg: SFTConfig) -> list[Record]:
+    """``records`` with their boxes moved from original pixels into the frame the model sees
+    each first image in during SFT (:func:`vlrl.items.frames.llamafactory_input_size`, with the
+    base model's image processor and ``cfg``'s pixel bounds): the frame Qwen2.5-VL answers in
+    (``sft.box_frame: model_input``).
+
+    Raises:
+        StageError: naming a record with boxes but no ``image_sizes``.
+    """
+    from transformers import AutoImageProcessor
+
+    image_processor = AutoImageProcessor.from_pretrained(model_dir)
+    moved = []
+    for record in records:
+        if record.boxes:
+            if not record.image_sizes:
+                raise StageError(
+                    f"sft: record {record.id} has boxes but no image_sizes, which "
+                    "sft.box_frame: model_input needs to move them into the model's frame"
+                )
+            width, height = record.image_sizes[0]
+            frame = llamafactory_input_size(
+                image_processor, width, height, cfg.image_min_pixels, cfg.image_max_pixels
+            )
+            boxes = [to_input_frame(box, [width, height], frame) for box in record.boxes]
+            record = record.model_copy(update={"boxes": boxes})
+        moved.append(record)
+    return moved
 
 
 def _write_json(path: Path, obj: Any) -> None:

@@ -89,7 +89,7 @@ def rewrite(text: str, revision: str, note: str) -> str:
     ...               "pinned"), end="")
     repo_id: a/b
     # pinned
-    revision: ffffffffffffffffffffffffffffffffffffffff
+    revision: 'ffffffffffffffffffffffffffffffffffffffff'
     format: x
     """
     lines = text.splitlines(keepends=True)
@@ -103,7 +103,8 @@ def rewrite(text: str, revision: str, note: str) -> str:
             not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > len(indent)
         ):
             end += 1
-        new = [f"{indent}# {note}\n", f"{indent}revision: {revision}\n"]
+        # quoted: a sha of digits alone would read as a YAML integer
+        new = [f"{indent}# {note}\n", f"{indent}revision: '{revision}'\n"]
         return "".join(lines[:index] + new + lines[end:])
     raise ConfigError("no unpinned: entry to replace")
 

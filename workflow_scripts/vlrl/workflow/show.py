@@ -120,10 +120,53 @@ def render(name: str, overrides: list[str] | None = None, only_set: bool = False
     if only_set and len(chain) > 1:
         lines.append(f"# only what differs from {cfg.extends} (this file and --set)")
     lines += [row.line() for row in rows]
+    lines += ["", *as_trained(cfg)]
     if cfg.deviations:
         lines += ["", "# deviations from the sources:"]
         lines += [f"#   {key}: {why}" for key, why in cfg.deviations.items()]
     return "\n".join(lines)
+
+
+def as_trained(cfg: Any) -> list[str]:
+    """What the lines above add up to, as comment lines: where each training stage starts and
+    stops (the schedule's horizon), and the chat the prompt format builds around a question with
+    one image (system turn, text and image positions: :func:`vlrl.data.convert.to_conversation`).
+
+    >>> from vlrl.config import load_experiment
+    >>> lines = as_trained(load_experiment("vlm_r1_rec"))
+    >>> print(lines[1]); print(lines[4][:50])
+    #   grpo: from qwen2.5-vl-3b-instruct; stops at step 600 of a schedule of 2.0 epochs
+    #   user: '<image>{question} First output the thin
+    """
+    from vlrl.data.convert import to_conversation
+    from vlrl.items.prompts import get_prompt
+    from vlrl.items.records import Record
+
+    lines = ["# as trained:"]
+    if cfg.sft.enabled:
+        lines.append(
+            f"#   sft: from {cfg.base_model}; {cfg.sft.num_train_epochs} epochs, boxes in the "
+            f"{cfg.sft.box_frame} frame"
+        )
+    if cfg.grpo.enabled:
+        g = cfg.grpo
+        start = f"the sft output of {cfg.base_model}" if cfg.sft.enabled else cfg.base_model
+        if g.schedule_epochs is not None:
+            planned = f"a schedule of {g.schedule_epochs} epochs"
+        else:
+            planned = f"a schedule of {g.schedule_steps or g.max_steps} steps"
+        lines.append(f"#   grpo: from {start}; stops at step {g.max_steps} of {planned}")
+    fmt = get_prompt(cfg.prompt)
+    lines.append(f"# prompt {fmt.name}, a question with one image as the model sees it:")
+    lines.append(f"#   ({fmt.source})")
+    example = Record(
+        id="-", images=["-"], problem="{question}", answer="-", problem_type="free_form",
+        data_source="-",
+    )  # fmt: skip
+    for turn in to_conversation(example, fmt):
+        text = "".join(p["text"] if p["type"] == "text" else "<image>" for p in turn["content"])
+        lines.append(f"#   {turn['role']}: {text!r}")
+    return lines
 
 
 def rows(

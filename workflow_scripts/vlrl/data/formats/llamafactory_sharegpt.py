@@ -21,21 +21,26 @@ non-empty) and ``output`` is the response; ``mm_plugin.py`` ``_validate_input`` 
 
 Mapping to :class:`vlrl.items.records.Record`, one per row, in file order, split ``train``: ``id`` =
 ``<subset>-<position>``; ``task`` = the subset (``vision_see_think``, ``vision_reasoner``,
-``caption_reasoners(text)``); ``problem`` = the user turn verbatim, ``<image>`` tokens removed and
-the ends stripped (vlrl puts the images first, in order; the Vision-SR1 user turns carry their
-format instructions, which stay); ``response`` = the assistant turn verbatim; ``images`` = the
+``caption_reasoners(text)``); ``turns`` = a sharegpt row's conversation verbatim, every round,
+``<image>`` tags where they are (what SFT trains on, as LLaMA-Factory read it: a first ``system``
+turn is ``system``, the system prompt); ``problem`` = the first user turn, ``<image>`` tokens
+removed and the ends stripped (for reports; the Vision-SR1 user turns carry their format
+instructions, which stay); ``response`` = the last assistant turn verbatim; ``images`` = the
 row's pictures, stored once each; ``answer`` = the final answer of the response: the last
 ``\boxed{}`` (mathruler's ``extract_boxed_content``, the extraction Vision-SR1's reward uses),
-else the last ``<answer>…</answer>``; ``problem_type`` and ``options`` from that answer as
-:func:`vlrl.data.formats.easyr1.answer_kind` reads it (SFT trains on the response and reads
-neither); ``data_source`` = ``vision_sr1_cold_9k``.
+else the last ``<answer>…</answer>``, else the whole response stripped (SFT trains on the turns,
+not on the answer: such a record is no evaluation item); ``problem_type`` and ``options`` from
+that answer as :func:`vlrl.data.formats.easyr1.answer_kind` reads it; ``data_source`` =
+``vision_sr1_cold_9k``. An alpaca row is one round (no ``turns``): ``problem`` as above from its
+user turn, ``response`` its output.
 
-Rejected rows (named by ``id``): an image file that is missing (a user of the release counts
-only ~3K of the 9K vision rows with their pictures: zli12321/Vision-SR1 issue 9) or unreadable,
-``<image>`` tokens that do not match the images, a conversation that is not one user turn and one
-assistant turn (assistant turn missing, a system turn, several rounds, other roles), an empty
-user or assistant turn, a response with no final answer (neither ``\boxed{}`` nor ``<answer>``:
-the record would have no answer to score, so it is reported rather than given an invented one).
+Rejected rows (named by ``id``), each saying why: what LLaMA-Factory skips itself (sharegpt turns
+that do not alternate user or observation with assistant or function call after an optional
+first system turn, an odd number of them, no round at all), what would stop its training (an
+image file that is missing, as a user of the release finds for ~6K of the 9K vision rows:
+zli12321/Vision-SR1 issue 9, or unreadable; ``<image>`` tokens that do not match the images;
+a turn that is not text), and what a vlrl record cannot be without: a first user turn holding
+nothing but ``<image>`` tokens, an empty last assistant turn.
 """
 
 from __future__ import annotations
@@ -80,10 +85,18 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
                 if not isinstance(item, dict):
                     raise row.error(f"is a {type(item).__name__}, not an object")
                 if formatting == "sharegpt":
-                    user, response, files = sharegpt_turns(row)
+                    system, turns, files = sharegpt_turns(row)
                 else:
                     user, response, files = alpaca_turns(row)
-                yield SPLIT, to_record(row, rid, task, user, response, files, path.parent, images)
+                    system, turns = (
+                        None,
+                        [{ROLE: USER, CONTENT: user}, {ROLE: ASSISTANT, CONTENT: response}],
+                    )
+                kept = turns if formatting == "sharegpt" else None
+                yield (
+                    SPLIT,
+                    to_record(row, rid, task, system, turns, files, path.parent, images, kept=kept),
+                )
             except RowError as exc:
                 yield SPLIT, RowError(str(exc), row_id=rid)
 
@@ -108,36 +121,42 @@ def read_rows(path: Path, rel: str) -> list[Any]:
     return rows
 
 
-def _turn_text(row: Row, turn: Any, index: int, role: str) -> str:
-    if not isinstance(turn, dict) or turn.get(ROLE) != role:
-        got = turn.get(ROLE) if isinstance(turn, dict) else type(turn).__name__
-        raise row.error(f"turn {index} must be the {role!r} turn, not {got!r}")
-    text = turn.get(CONTENT)
-    if not isinstance(text, str) or not text.strip():
-        raise row.error(f"the {role} turn's {CONTENT!r} is empty or not a string: {text!r}")
-    return text
+#: LLaMA-Factory's DatasetAttr defaults for the other roles (hparams/parser.py): the turns at
+#: odd positions (after an optional system turn) are user or observation turns, the others
+#: assistant or function-call turns (data/converter.py SharegptDatasetConverter).
+SYSTEM, OBSERVATION, FUNCTION = "system", "observation", "function_call"
+ODD_ROLES, EVEN_ROLES = (USER, OBSERVATION), (ASSISTANT, FUNCTION)
 
 
-def sharegpt_turns(row: Row) -> tuple[str, str, list[str]]:
-    """(user turn, assistant turn, image paths) of a sharegpt row of one round."""
+def sharegpt_turns(row: Row) -> tuple[str | None, list[dict[str, str]], list[str]]:
+    """(system prompt, turns, image paths) of a sharegpt row, the turns as LLaMA-Factory's
+    ``SharegptDatasetConverter`` accepts them (a row it would skip is an error saying so)."""
     messages = row.field(MESSAGES)
     if not isinstance(messages, list) or not messages:
         raise row.error(f"field {MESSAGES!r} must be a non-empty list of turns: {messages!r}")
-    if len(messages) == 1:
-        raise row.error("the assistant turn is missing (one turn only)")
-    if len(messages) > 2:
-        roles = [m.get(ROLE) if isinstance(m, dict) else None for m in messages]
-        raise row.error(
-            f"has {len(messages)} turns {roles}: a record holds one user and one assistant turn"
-        )
-    user = _turn_text(row, messages[0], 0, USER)
-    response = _turn_text(row, messages[1], 1, ASSISTANT)
+    for index, turn in enumerate(messages):
+        if not isinstance(turn, dict) or not isinstance(turn.get(CONTENT), str):
+            raise row.error(f"turn {index} must be {{{ROLE!r}: ..., {CONTENT!r}: text}}: {turn!r}")
+    system = None
+    if messages[0].get(ROLE) == SYSTEM:
+        system, messages = messages[0][CONTENT], messages[1:]
+    roles = [m.get(ROLE) for m in messages]
+    for index, role in enumerate(roles):
+        allowed = EVEN_ROLES if index % 2 else ODD_ROLES
+        if role not in allowed:
+            raise row.error(
+                f"turn {index} has role {role!r} where LLaMA-Factory reads one of {allowed} "
+                f"(turns {roles}): it skips such a row"
+            )
+    if not roles or len(roles) % 2:
+        raise row.error(f"has {len(roles)} turns {roles}: LLaMA-Factory skips an odd count or none")
+    turns = [{ROLE: m[ROLE], CONTENT: m[CONTENT]} for m in messages]
     files = row.data.get(IMAGES) or []
     if isinstance(files, str):
         files = [files]  # LLaMA-Factory's _find_medias takes a single path too
     if not isinstance(files, list) or not all(isinstance(f, str) and f.strip() for f in files):
         raise row.error(f"field {IMAGES!r} must be a list of image paths: {files!r}")
-    return user, response, files
+    return system, turns, files
 
 
 def alpaca_turns(row: Row) -> tuple[str, str, list[str]]:
@@ -180,25 +199,29 @@ def to_record(
     row: Row,
     rid: str,
     task: str,
-    user: str,
-    response: str,
+    system: str | None,
+    turns: list[dict[str, str]],
     files: list[str],
     media_dir: Path,
     images: ImageStore,
+    *,
+    kept: list[dict[str, str]] | None = None,
 ) -> Record:
-    """The record of one conversation (see the module docstring)."""
-    tokens = user.count(IMAGE_TOKEN) + response.count(IMAGE_TOKEN)
+    """The record of one conversation (see the module docstring); ``kept``: the turns it keeps
+    verbatim for SFT."""
+    tokens = sum(turn[CONTENT].count(IMAGE_TOKEN) for turn in turns)
     if tokens != len(files):
         raise row.error(
             f"its turns have {tokens} {IMAGE_TOKEN} tokens but the row has {len(files)} images "
             "(LLaMA-Factory needs one per image)"
         )
-    problem = user.replace(IMAGE_TOKEN, "").strip()
+    problem = turns[0][CONTENT].replace(IMAGE_TOKEN, "").strip()
     if not problem:
         raise row.error(f"the user turn holds nothing but {IMAGE_TOKEN} tokens")
-    answer = final_answer(response)
-    if answer is None:
-        raise row.error("the assistant turn has no final answer (no \\boxed{} or <answer> tags)")
+    response = turns[-1][CONTENT]
+    if not response.strip():
+        raise row.error(f"the last {ASSISTANT} turn is empty")
+    answer = final_answer(response) or response.strip()
     pictures = [
         images.save(read_image_file(media_dir, f, row, f"{IMAGES}[{i}]"), row, f"{IMAGES}[{i}]")
         for i, f in enumerate(files)
@@ -213,6 +236,8 @@ def to_record(
         problem_type=problem_type,
         options=options,
         response=response,
+        turns=kept,
+        system=system if kept is not None else None,
         data_source=DATA_SOURCE,
         task=task,
     )

@@ -34,9 +34,9 @@ Mapping to :class:`vlrl.items.records.Record` (split ``train``, in file order):
   ``numerical``, ``OCR`` → ``ocr``, ``free-form`` → ``free_form``, and ``text`` (a short text
   answer, picture or not) → ``free_form``: vlrl has no ``text`` type; the outcome reward is the
   same (``vlrl.rewards.sophiavl`` scores both with ROUGE, as ``verl/trainer/main.py``'s
-  ``reward_fn_dict`` does), but ``sophiavl_think`` then appends the free-form suffix ("Please
-  provide your text answer …") where SophiaVL appends the text one ("… the short text answer
-  …"). ``vlrl.rewards.sophiavl`` reads ``answer`` and ``problem_type`` under these vlrl names.
+  ``reward_fn_dict`` does). ``source_type`` keeps SophiaVL's name, so ``sophiavl_think`` appends
+  the suffix SophiaVL appends ("… the short text answer …" for ``text``).
+  ``vlrl.rewards.sophiavl`` reads ``answer`` and ``problem_type`` under the vlrl names.
 - ``problem`` = ``problem`` with ``"; ".join(options)`` appended for a multiple-choice item (the
   text SophiaVL's model reads: ``sophiavl_think`` does not append options again), ``<image>``
   removed (vlrl puts the picture first, as SophiaVL's prepended ``<image>`` does).
@@ -242,6 +242,7 @@ def convert_item(row: Row, rid: str, subset: str, source: Path, images: ImageSto
         problem=problem,
         answer=answer,
         problem_type=PROBLEM_TYPES[kind],
+        source_type=kind,
         options=options,
         reasoning=_reasoning(row),
         data_source=source_name if isinstance(source_name, str) and source_name else DATA_SOURCE,

@@ -21,8 +21,8 @@ uses the file's ``--reward_method``, default ``default``).
 
 Mapping to :class:`vlrl.items.records.Record`, as ``grpo_jsonl.py`` reads the row:
 
-- ``problem`` = the human turn with every ``<image>`` removed, stripped (the prompt format wraps
-  it as VLM-R1's question template does);
+- ``problem`` = the human turn with every ``<image>`` removed, not stripped (``grpo_jsonl.py``
+  line 979: the prompt format wraps it as VLM-R1's question template does, spaces and all);
 - ``answer`` = VLM-R1's ``solution``: the gpt turn with ``<answer>`` / ``</answer>`` removed and
   stripped, or ``str()`` of a number (``grpo_jsonl.py`` line 987);
 - ``problem_type``: ``detection`` for the detection rewards (:data:`DETECTION_METHODS`; the
@@ -194,7 +194,7 @@ def read_sample(row: Row, *, box_list: bool = False) -> Sample:
         raise row.error(
             f"field 'accu_reward_method' is {method!r}, not one of VLM-R1's {sorted(METHODS)}"
         )
-    return Sample(paths, question.replace("<image>", "").strip(), solution, method)
+    return Sample(paths, question.replace("<image>", ""), solution, method)
 
 
 def finite_box(row: Row, value: Any, what: str) -> list[float]:

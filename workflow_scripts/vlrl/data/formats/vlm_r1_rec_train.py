@@ -35,9 +35,9 @@ train 80,512, the UMD split's train size (Nagaraja et al. 2016; no page read her
 size fails naming itself, the count expected and the count found.
 
 Mapping to :class:`vlrl.items.records.Record`, one per row, in the file's order: ``id`` =
-``<split>-<line number, from 0>``; ``problem`` = the human turn with ``<image>`` removed, stripped;
-``boxes`` = ``[the gpt box]``, clamped to the picture when it leaves it by at most
-:data:`vlrl.data.formats.refcoco.EDGE_TOLERANCE` px; ``answer`` =
+``<split>-<line number, from 0>``; ``problem`` = the human turn with ``<image>`` removed (not
+stripped: ``grpo_jsonl.py`` does not); ``boxes`` = ``[the gpt box]``, clamped to the picture
+when it leaves it by at most :data:`vlrl.data.formats.refcoco.EDGE_TOLERANCE` px; ``answer`` =
 :func:`vlrl.items.answers.dumps_box`; ``problem_type`` = ``grounding``; ``image_sizes`` = the
 picture's; ``task`` = the split (the file's stem: ``refcoco_train``, ``refcocop_train``,
 ``refcocog_train``, also the records file name);
