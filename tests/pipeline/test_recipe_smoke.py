@@ -72,8 +72,12 @@ def test_each_recipe_trained_on_its_own_data(ran: Project) -> None:
         assert report["source"] == "datasets"
         assert report["splits"]["train"]["sources"][0]["dataset"] == dataset
         assert report["splits"]["train"]["records"] > 0
-    cold = ran.root / "results" / "vision_sr1_smoke" / "data" / "sft_train.jsonl"
-    assert all("response" in json.loads(line) for line in cold.read_text().splitlines())
+    # the retrained cold start's SFT data: every conversation as LLaMA-Factory trains it
+    cold = ran.root / "results" / "vision_sr1_cold_start_smoke" / "data" / "sft_train.jsonl"
+    rows = [json.loads(line) for line in cold.read_text().splitlines()]
+    assert all("response" in row for row in rows)
+    assert any(len(row.get("turns", [])) == 4 for row in rows), "two rounds kept"
+    assert any(row.get("system") for row in rows), "a system turn kept"
 
 
 def test_both_tools_are_at_rest_and_dvc_lists_the_recipes(ran: Project) -> None:
