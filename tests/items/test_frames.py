@@ -3,13 +3,12 @@ processor run on real images, and LLaMA-Factory's own image preprocessing run in
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
 from PIL import Image
+from sft_env import run_in_sft_env
 
 from vlrl.items.frames import (
     llamafactory_input_size,
@@ -18,7 +17,6 @@ from vlrl.items.frames import (
     to_input_frame,
 )
 from vlrl.scoring.rules import rescale_box
-from vlrl.stages.sft import llamafactory_cli
 
 
 def qwen_processor(min_pixels: int, max_pixels: int):
@@ -82,22 +80,13 @@ def test_the_sft_frame_is_llamafactorys(tiny_model_dir: Path, tmp_path: Path, bo
 
     min_pixels, max_pixels = bounds
     cases = sizes(max_pixels, 40, largest=1200)
-    python = Path(llamafactory_cli()).with_name("python")
     request = {
         "model": str(tiny_model_dir),
         "sizes": cases,
         "min_pixels": min_pixels,
         "max_pixels": max_pixels,
     }
-    done = subprocess.run(
-        [str(python), "-c", LLAMAFACTORY_FRAMES],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    released = json.loads(done.stdout.strip().splitlines()[-1])
+    released = run_in_sft_env(LLAMAFACTORY_FRAMES, request)
     processor = AutoImageProcessor.from_pretrained(tiny_model_dir)
     for (width, height), (preprocessed, frame) in zip(cases, released, strict=True):
         size = (width, height)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from hub_parquet import image_bytes
+from sft_env import run_in_sft_env
 
 from vlrl.config import load_dataset
 from vlrl.core.errors import DataError
@@ -155,22 +156,10 @@ print(json.dumps(out))
 
 def test_the_rows_kept_are_the_rows_llamafactory_trains() -> None:
     """LLaMA-Factory's own SharegptDatasetConverter (.venv-sft) on every role sequence."""
-    import subprocess
-
     from vlrl.data.formats import Row, RowError
     from vlrl.data.formats.llamafactory_sharegpt import sharegpt_turns
-    from vlrl.stages.sft import llamafactory_cli
 
-    python = Path(llamafactory_cli()).with_name("python")
-    done = subprocess.run(
-        [str(python), "-c", LLAMAFACTORY_TRAINS],
-        input=json.dumps(ROLE_SEQUENCES),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    trains = json.loads(done.stdout.strip().splitlines()[-1])
+    trains = run_in_sft_env(LLAMAFACTORY_TRAINS, ROLE_SEQUENCES)
     for roles, trained in zip(ROLE_SEQUENCES, trains, strict=True):
         row = Row("x.json", 0, {"messages": [{"role": r, "content": f"t{i}"}
                                               for i, r in enumerate(roles)]})  # fmt: skip
