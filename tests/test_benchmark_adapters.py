@@ -70,9 +70,12 @@ def test_every_format_has_a_fixture_builder() -> None:
         assert callable(fixture_builder(fmt)), fmt
 
 
-def _right(record) -> str:
+def _right(record, protocol: str) -> str:
     """The reference answer as a model would write it: a box in VLM-R1's JSON (its REC
-    evaluation reads only ``{…[x1, y1, x2, y2]…}`` with whole numbers)."""
+    evaluation reads only ``{…[x1, y1, x2, y2]…}`` with whole numbers, its OVD evaluation only
+    a ```` ```json ```` block's list)."""
+    if record.problem_type == "grounding" and protocol == "vlm_r1_od":
+        return '```json\n[{"bbox_2d": ' + dumps_box(record.boxes[0]) + "}]\n```"
     if record.problem_type == "grounding":
         return '{"bbox_2d": ' + dumps_box(record.boxes[0]) + "}"
     return record.answer
@@ -111,7 +114,8 @@ def test_downloaded_converted_loaded_and_scored(
     # Answers in the images' own pixels here (no model-input frame to rescale from).
     protocol = bench_cfg.model_copy(update={"box_frame": "original"})
     right_answers = [
-        prediction_of(r, f"<think>.</think><answer>{_right(r)}</answer>") for r in items
+        prediction_of(r, f"<think>.</think><answer>{_right(r, bench_cfg.protocols[0])}</answer>")
+        for r in items
     ]
     no_answers = [prediction_of(r, "<answer></answer>") for r in items]
     right = items_as_dicts(rule_scores(right_answers, protocol, iou, base))

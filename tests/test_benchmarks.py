@@ -148,3 +148,18 @@ def test_a_bad_blank_images_benchmark_names_what_is_wrong(
     assert why in str(info.value)
     if "tset" in why:
         assert "did you mean" in str(info.value) and "shapes_test" in str(info.value)
+
+
+def test_every_hub_benchmark_is_in_the_papers_benchmark_experiment() -> None:
+    """qwen2.5_vl_3b_benchmarks lists every benchmark read from a hub dataset (a new one is
+    added there too, so the base model's column covers it; tests/pipeline plans them all)."""
+    from vlrl.config import load_experiment
+
+    listed = set(load_experiment("qwen2.5_vl_3b_benchmarks").benchmarks)
+    repo = Path(__file__).resolve().parents[1]
+    hub = {
+        p.stem
+        for p in (repo / "config" / "benchmarks").glob("*.yaml")
+        if load_benchmark(p.stem).loader != "experiment_split"  # the experiment's own split
+    }
+    assert listed == hub

@@ -140,6 +140,7 @@ BOUNDS: list[tuple[str, str, str, int | float]] = [
     # training.py
     ("SFTConfig", "max_samples", "ge", 1),
     ("SFTConfig", "num_train_epochs", "gt", 0.0),
+    ("SFTConfig", "max_steps", "gt", 0),
     ("SFTConfig", "learning_rate", "gt", 0.0),
     ("SFTConfig", "per_device_train_batch_size", "gt", 0),
     ("SFTConfig", "gradient_accumulation_steps", "gt", 0),

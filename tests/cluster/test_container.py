@@ -45,7 +45,7 @@ def test_each_nodes_launcher_starts_the_image(in_image: None) -> None:
         *("py", "-m", "torch.distributed.run"),
     ]
     sft, _ = llamafactory_command(
-        Topology(2, 8, 8), "/opt/vlrl/.venv-sft/bin/llamafactory-cli", ["train"], rdzv
+        Topology(2, 8, 8), ["/opt/vlrl/.venv-sft/bin/llamafactory-cli", "train"], rdzv
     )
     assert sft[sft.index("--export=ALL") + 1 :][: len(HOST_RELAY) + len(IN_IMAGE) + 1] == [
         *HOST_RELAY,

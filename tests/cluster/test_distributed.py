@@ -111,18 +111,18 @@ def test_several_nodes_need_a_rendezvous() -> None:
     with pytest.raises(ValueError, match="2 nodes need a rendezvous"):
         torchrun_command(Topology(2, 8, 8), TARGET)
     with pytest.raises(ValueError, match="2 nodes need a rendezvous"):
-        llamafactory_command(Topology(2, 8, 8), CLI, ["train"])
+        llamafactory_command(Topology(2, 8, 8), [CLI, "train"])
 
 
 def test_sft_on_one_gpu_is_llamafactory_alone() -> None:
-    assert llamafactory_command(Topology(1, 1, 1), CLI, ["train", "t.yaml"]) == (
+    assert llamafactory_command(Topology(1, 1, 1), [CLI, "train", "t.yaml"]) == (
         [CLI, "train", "t.yaml"],
         {},
     )
 
 
 def test_sft_on_8_gpus_lets_llamafactory_start_torchrun() -> None:
-    cmd, env = llamafactory_command(Topology(1, 8, 8), CLI, ["train", "t.yaml"], path="/usr/bin")
+    cmd, env = llamafactory_command(Topology(1, 8, 8), [CLI, "train", "t.yaml"], path="/usr/bin")
     assert cmd == [CLI, "train", "t.yaml"]
     assert env == {
         "FORCE_TORCHRUN": "1",
@@ -135,7 +135,7 @@ def test_sft_on_8_gpus_lets_llamafactory_start_torchrun() -> None:
 
 
 def test_sft_on_2_nodes_runs_llamafactory_on_each_with_its_node_rank() -> None:
-    cmd, env = llamafactory_command(Topology(2, 8, 8), CLI, ["train", "t.yaml"], RDZV, "/usr/bin")
+    cmd, env = llamafactory_command(Topology(2, 8, 8), [CLI, "train", "t.yaml"], RDZV, "/usr/bin")
     assert cmd[:3] == ["srun", "--jobid=401234", "--nodes=2"]
     assert cmd[cmd.index("bash") :] == ["bash", "-c", NODE_RANK_FROM_SLURM, CLI, "train", "t.yaml"]
     relay = cmd.index("bash") - 4  # each node's task under the relay, in the stage's Python

@@ -6,7 +6,6 @@ read it. Nothing runs (the model and the datasets need the hub)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -31,17 +30,6 @@ def planned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str, str
     # `dvc dag`, not `dvc repro --dry`, which fails on a directory dep that does not exist yet
     # (treeverse/dvc#9818)
     return project, project("dvc", "dag", "--dot"), project.snakemake("-n", "--quiet", "rules")
-
-
-def test_every_benchmark_of_the_papers_is_listed() -> None:
-    listed = set(load_experiment(EXP).benchmarks)
-    repo = Path(__file__).resolve().parents[2]
-    hub = {
-        p.stem
-        for p in (repo / "config" / "benchmarks").glob("*.yaml")
-        if load_benchmark(p.stem).loader != "experiment_split"  # the experiment's own split
-    }
-    assert listed == hub
 
 
 def test_dvc_chains_download_infer_score_report_for_each_benchmark(planned) -> None:

@@ -38,7 +38,9 @@ def test_the_shipped_references_name_registered_scoring_protocols():
 
 
 def test_the_shipped_references_are_valid_and_hold_the_papers_numbers():
-    assert references() == ["qwen2_5_vl", "satori_r1", "sophiavl_r1", "vision_sr1", "vlm_r1"]
+    assert references() == [
+        "qwen2_5_vl", "satori_r1", "sophiavl_r1", "vision_sr1", "vlm_r1", "vlm_r1_math",
+    ]  # fmt: skip
     for name in references():
         assert reference_problems(name) == [], name
     vlm_r1 = load_reference("vlm_r1")
@@ -53,6 +55,14 @@ def test_the_shipped_references_are_valid_and_hold_the_papers_numbers():
     satori = load_reference("satori_r1")
     assert satori.protocol_of(satori.row("satori_3b")).toolkit.startswith("VLMEvalKit")
     assert satori.protocol_of(satori.row("qwen2_5_vl_3b")).judge == "not stated"
+    # VLM-R1's README math-leaderboard image at e849858, read row by row
+    math = load_reference("vlm_r1_math")
+    assert math.row("vlm_r1_3b_math_0305").values == {
+        "Avg. Score": 33.4, "MathVista": 62.7, "MathVision": 21.9, "MathVerse": 32.2,
+        "DynaMath": 13, "WeMath": 30, "LogicVista": 40.5,
+    }  # fmt: skip
+    assert math.row("qwen2_5_vl_3b").values["WeMath"] == 22.9
+    assert math.columns["MathVerse"].metric == "vision_only"
 
 
 def test_each_paper_states_the_scoring_protocol_of_its_numbers():
@@ -63,6 +73,7 @@ def test_each_paper_states_the_scoring_protocol_of_its_numbers():
     assert scoring["sophiavl_r1"] == {"vlmevalkit_2505"}
     assert scoring["vision_sr1"] == {"vision_sr1"}
     assert scoring["qwen2_5_vl"] == {None}, "the README does not say: unknown"
+    assert scoring["vlm_r1_math"] == {None}, "the leaderboard's VLMEvalKit of March 2025"
     satori = load_reference("satori_r1")
     assert satori.protocol_of(satori.row("satori_3b")).scoring == "vlmevalkit_2505"
     assert satori.protocol_of(satori.row("qwen2_5_vl_3b")).scoring is None, "not stated"

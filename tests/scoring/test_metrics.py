@@ -115,6 +115,24 @@ def test_a_missing_group_key_names_the_item() -> None:
         compute(items, [MetricSpec(name="fAcc", kind="all_correct", group="figure")])
 
 
+def test_task_accuracy_counts_the_named_tasks_only_with_an_interval() -> None:
+    """MathVerse's Vision Only rows alone: 2 of 3 right there, whatever the other versions."""
+    items = [
+        {"id": "1", "task": "Vision Only", "correct": 1, "groups": {}},
+        {"id": "2", "task": "Vision Only", "correct": 0, "groups": {}},
+        {"id": "3", "task": "Vision Only", "correct": 1, "groups": {}},
+        {"id": "4", "task": "Text Dominant", "correct": 0, "groups": {}},
+        {"id": "5", "task": "Vision Only", "correct": None, "groups": {}},  # not scored
+    ]
+    spec = MetricSpec(name="vision_only", kind="task_accuracy", tasks=["Vision Only"])
+    got = compute(items, [spec])["vision_only"]
+    assert (got["value"], got["n"]) == (pytest.approx(2 / 3), 3)
+    assert 0 < got["ci_low"] < 2 / 3 < got["ci_high"] < 1
+    absent = MetricSpec(name="v", kind="task_accuracy", tasks=["Vision Intensive"])
+    with pytest.raises(StageError, match=r"metric v: no scored items of tasks \['Vision Int"):
+        compute(items, [absent])
+
+
 def test_a_task_sum_over_absent_tasks_is_refused() -> None:
     items = [{"id": "1", "task": "count", "correct": 1, "groups": {}}]
     spec = MetricSpec(name="score", kind="task_sum", of=["accuracy"], tasks=["count", "OCR"])
@@ -128,6 +146,7 @@ def test_a_task_sum_over_absent_tasks_is_refused() -> None:
         ({"name": "accuracy", "kind": "mean_of", "of": ["accuracy"]}, "always computed"),
         ({"name": "f", "kind": "all_correct"}, "needs the groups key"),
         ({"name": "m", "kind": "mean_of"}, "needs the metrics it combines"),
+        ({"name": "t", "kind": "task_accuracy"}, "needs the tasks it counts"),
     ],
 )
 def test_bad_metric_declarations_are_refused(values: dict, message: str) -> None:

@@ -31,6 +31,7 @@ NAMES = [
     "mmvet_official",
     "olympiadbench_satori",
     "vision_sr1",
+    "vlm_r1_od",
     "vlm_r1_rec",
     "vlm_r1_rec_baseline",
     "vlmevalkit_2505",

@@ -205,7 +205,7 @@ def test_killed_sft_stops_llamafactory_and_leaves_no_output(
     while time.time() < deadline and not list(Path("results/tiny_shapes").glob("sft*/*.jsonl")):
         time.sleep(0.2)  # LLaMA-Factory is training: it has logged a step (trainer_log.jsonl)
     assert proc.poll() is None, f"vlrl sft exited early with {proc.returncode}"
-    assert any("llamafactory-cli" in c for c in session_processes(proc.pid, wait_s=0))
+    assert any("llamafactory_train" in c for c in session_processes(proc.pid, wait_s=0))
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     assert not session_processes(proc.pid), "LLaMA-Factory outlived the killed stage"
@@ -213,3 +213,102 @@ def test_killed_sft_stops_llamafactory_and_leaves_no_output(
 
     sft.run("tiny_shapes", load_experiment("tiny_shapes", ["sft.num_train_epochs=1"]))
     assert (Path("results/tiny_shapes/sft") / "config.json").is_file()
+
+
+def test_a_stand_in_cli_runs_as_it_is_and_a_real_one_under_vlrls_callbacks(tmp_path: Path) -> None:
+    stand_in = tmp_path / "bin" / "llamafactory-cli"
+    stand_in.parent.mkdir()
+    stand_in.write_text("")
+    assert sft.train_command(str(stand_in)) == [str(stand_in), "train"]
+    (tmp_path / "bin" / "python").write_text("")
+    python = str(tmp_path / "bin" / "python")
+    assert sft.train_command(str(stand_in)) == [
+        python,
+        *("-m", "vlrl.cluster.llamafactory_train", "train"),
+    ]
+
+
+def test_a_cli_that_does_not_stop_the_run_is_caught(
+    project: Path, tiny_model_dir: Path, shapes_data: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """sft.max_steps through a stand-in that ignores it (trains its whole schedule): the stage
+    fails by name instead of passing the longer run off as the stopped one."""
+    from vlrl.core import paths
+
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+    script = fake_cli(tmp_path, monkeypatch)
+    script.write_text(
+        script.read_text() + 'echo \'{"global_step": 10}\' > "$out/trainer_state.json"\n'
+    )
+    with pytest.raises(StageError, match=r"sft.max_steps is 3 but LLaMA-Factory trained 10 steps"):
+        sft.run("tiny_shapes", load_experiment("tiny_shapes", ["sft.max_steps=3"]))
+    assert not list(Path("results/tiny_shapes").glob("sft*"))
+
+
+def linear_rates(learning_rate: float, planned: int, steps: int) -> list[float]:
+    """transformers' linear schedule of ``planned`` steps: the rate of each of the first
+    ``steps`` steps."""
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=learning_rate)
+    schedule = get_linear_schedule_with_warmup(optimizer, 0, planned)
+    rates = []
+    for _ in range(steps):
+        rates.append(schedule.get_last_lr()[0])
+        optimizer.step()
+        schedule.step()
+    return rates
+
+
+@pytest.fixture()
+def real_llamafactory(
+    project: Path, tiny_model_dir: Path, shapes_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vlrl.core import paths
+
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv(
+        "VLRL_LLAMAFACTORY_CLI", str(repo / ".venv-sft" / "bin" / "llamafactory-cli")
+    )
+    shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
+    shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
+
+
+STOPPED = [
+    "sft.per_device_train_batch_size=4",  # x 2 processes: 8 of the 40 records a step
+    "sft.num_train_epochs=2",  # a schedule of 10 steps
+    "sft.lr_scheduler_type=linear",
+    "sft.learning_rate=0.001",
+    "sft.extra={logging_steps: 1}",
+]
+
+
+@pytest.mark.slow
+def test_sft_stops_at_max_steps_with_the_rates_of_the_whole_schedule(
+    real_llamafactory: None,
+) -> None:
+    """Two processes (the torchrun LLaMA-Factory starts, whose ranks run vlrl's entry): the run
+    stops after step 3 of its 10, each step at the 10-step schedule's rate."""
+    cfg = load_experiment("tiny_shapes", [*STOPPED, "sft.processes=2", "sft.max_steps=3"])
+    sft.run("tiny_shapes", cfg)
+    state = json.loads((Path("results/tiny_shapes/sft") / sft.TRAINER_STATE).read_text())
+    rates = [h["learning_rate"] for h in state["log_history"] if "learning_rate" in h]
+    assert (state["global_step"], state["max_steps"]) == (3, 10)
+    assert rates == pytest.approx(linear_rates(0.001, 10, 3), rel=1e-6)
+
+
+@pytest.mark.slow
+def test_a_schedule_shorter_than_max_steps_is_refused_by_name(
+    real_llamafactory: None, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # 4 of the 40 records a step: 0.1 of an epoch of 10 steps plans 1
+    overrides = ["sft.processes=1", "sft.num_train_epochs=0.1", "sft.max_steps=2"]
+    cfg = load_experiment("tiny_shapes", [*STOPPED, *overrides])
+    with pytest.raises(StageError, match="llamafactory-cli train exited with"):
+        sft.run("tiny_shapes", cfg)
+    assert (
+        "sft.num_train_epochs plans 1 steps, fewer than sft.max_steps (2)" in capfd.readouterr().err
+    )
+    assert not list(Path("results/tiny_shapes").glob("sft*"))

@@ -175,6 +175,12 @@ def test_sft_counts_records_epochs_and_cutoff(project: Path) -> None:
     assert sft.get(cm.STEPS) == 6 * 32  # ceil(500 / (8 x 2 GPUs)) per epoch
     assert sft.get(cm.FLOPS) == 6 * 392_000 * (500 * 6 * 100)  # 6 N D
     assert _stage(est, "grpo").devices == 2 and not _stage(est, "grpo").on_gpu
+    stopped = load_experiment(
+        "tiny_shapes", ["sft.cutoff_len=100", "sft.max_samples=500", "sft.max_steps=48"]
+    )
+    sft = _stage(cost.estimate(stopped, load_model(cfg.base_model), sft_records=2000), "sft")
+    # 6 epochs of ceil(500 / (8 x 2 processes)) = 192 planned steps: a quarter of them run
+    assert sft.get(cm.STEPS) == 48 and sft.get("tokens") == 500 * 6 * 100 / 4
 
 
 def test_infer_budget_and_unknown_items(project: Path) -> None:

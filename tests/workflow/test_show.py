@@ -34,6 +34,10 @@ def test_show_says_what_the_recipe_trains(recipe: str) -> None:
 def test_the_horizon_and_image_position_are_the_released_ones() -> None:
     rec = show.render("vlm_r1_rec").split("# as trained:\n", 1)[1]
     assert "stops at step 600 of a schedule of 2.0 epochs" in rec
+    rec_sft = show.render("vlm_r1_rec_sft").split("# as trained:\n", 1)[1]
+    assert (
+        "#   sft: from qwen2.5-vl-3b-instruct; stops at step 600 of a schedule of 2.0 " in rec_sft
+    )
     assert "#   user: '<image>{question} First output" in rec
     sr1 = show.render("vision_sr1").split("# as trained:\n", 1)[1]
     assert "#   grpo: from vision-sr1-cold-start-7b; stops at step 368" in sr1  # the released one

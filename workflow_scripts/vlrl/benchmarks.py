@@ -47,6 +47,8 @@ class MetricSpec(Section):
       (MMStar's lmms-eval average);
     - ``mean_of``: the mean of the metrics named in ``of`` (``accuracy`` included);
     - ``mean_score``: the mean of the items' continuous scores (MM-Vet's graded judge);
+    - ``task_accuracy``: the accuracy over the items of ``tasks`` alone, with its interval
+      (MathVerse's Vision Only rows, a leaderboard's column);
     - ``task_sum``: ``scale`` × the sum over ``tasks`` (default: all) of the per-task values of
       the metrics in ``of`` (MME: 100 × Σ (acc + acc+));
     - ``wemath_four_dimensional``: the We-Math ``measure`` (``score_strict``, ``score_loose``,
@@ -57,14 +59,23 @@ class MetricSpec(Section):
 
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_+]*$")
     kind: Literal[
-        "all_correct", "macro_mean", "mean_of", "mean_score", "task_sum", "wemath_four_dimensional"
+        "all_correct",
+        "macro_mean",
+        "mean_of",
+        "mean_score",
+        "task_accuracy",
+        "task_sum",
+        "wemath_four_dimensional",
     ]
     group: str | None = Field(
         None, description="all_correct / wemath_four_dimensional: the groups key of a group."
     )
     by: str | None = Field(None, description="macro_mean: a groups key; None: the task.")
     of: list[str] = Field(default_factory=list, description="mean_of / task_sum: metric names.")
-    tasks: list[str] | None = Field(None, description="task_sum: the tasks summed; None: all.")
+    tasks: list[str] | None = Field(
+        None,
+        description="task_sum: the tasks summed (None: all); task_accuracy: the tasks counted.",
+    )
     scale: float = Field(1.0, gt=0)
     step: str | None = Field(
         None, description="wemath_four_dimensional: the groups key naming an item's step."
@@ -79,6 +90,8 @@ class MetricSpec(Section):
             raise KeyProblems(("name", "'accuracy' is always computed; choose another name"))
         if self.kind == "all_correct" and self.group is None:
             raise KeyProblems(("group", "kind 'all_correct' needs the groups key"))
+        if self.kind == "task_accuracy" and not self.tasks:
+            raise KeyProblems(("tasks", "kind 'task_accuracy' needs the tasks it counts"))
         if self.kind in {"mean_of", "task_sum"} and not self.of:
             raise KeyProblems(("of", f"kind {self.kind!r} needs the metrics it combines"))
         if self.kind == "wemath_four_dimensional":

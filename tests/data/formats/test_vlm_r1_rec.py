@@ -143,6 +143,9 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "refcoco_val": 10_834,
         "refcocog_val": 4_896,
         "refcocop_val": 10_758,
+        "refcoco_val_od": 10_834,
+        "refcocog_val_od": 4_896,
+        "refcocop_val_od": 10_758,
     }
     return root
 
@@ -209,6 +212,38 @@ def test_the_subsample_draws_the_items_vlm_r1_draws(released: Path) -> None:
         assert [r["problem"] for r in chosen] == [d["problem"] for d in data[:2000]]
 
 
+def test_the_ovd_evaluation_asks_the_normal_caption_of_the_same_items(released: Path) -> None:
+    """``<split>_od``: test_od_r1.py formats its template with ``x['normal_caption']`` as it is;
+    everything else is the REC record's, and its ``random.seed(42)`` 500 are the benchmark's."""
+    for split, name in vlm_r1_rec.FILES.items():
+        rec, od = _raw(released, split), _raw(released, split + "_od")
+        data = items(RELEASED[name], split)
+        assert [r["problem"] for r in od] == [d["normal_caption"] for d in data]
+        assert [{**r, "problem": None} for r in od] == [{**r, "problem": None} for r in rec]
+        random.seed(42)
+        random.shuffle(data)
+        chosen = subsample(od, 500, 42)
+        assert [r["problem"] for r in chosen] == [d["normal_caption"] for d in data[:500]]
+    first = read_records(released / "records" / "refcoco_val_od.jsonl", limit=1)[0]
+    assert first.problem == "the lady with the blue shirt"
+
+
+def test_an_item_without_its_caption_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = small(monkeypatch, tmp_path)
+    files["refcoco_val.json"][1]["normal_caption"] = 7
+    write_annotations(tmp_path, files)
+    message = r"refcoco_val.json row 1: field 'normal_caption' must be a non-empty string: 7"
+    with pytest.raises(DataError, match=message):
+        convert_dataset("vlm_r1_rec", tmp_path)
+    files["refcoco_val.json"][1]["normal_caption"] = "fine"
+    del files["refcocog_val.json"][2]["normal_caption"]
+    write_annotations(tmp_path, files)
+    with pytest.raises(DataError, match=r"refcocog_val.json row 2: .*'normal_caption'"):
+        convert_dataset("vlm_r1_rec", tmp_path)
+
+
 def test_lmms_labs_val_size_fails_naming_the_file_expected_and_found(tmp_path: Path) -> None:
     """A refcocog_val.json of lmms-lab's val size (7,573 objects, 5,000 over the UMD val) is
     refused before any picture is read or any records file written."""
@@ -244,7 +279,8 @@ def test_a_file_of_another_size_fails_naming_it_expected_and_found(
 
 def test_the_row_check_counts_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     small(monkeypatch, tmp_path)
-    assert convert_dataset("vlm_r1_rec", tmp_path) == dict.fromkeys(vlm_r1_rec.FILES, 5)
+    splits = [*vlm_r1_rec.FILES, *(f"{split}_od" for split in vlm_r1_rec.FILES)]
+    assert convert_dataset("vlm_r1_rec", tmp_path) == dict.fromkeys(splits, 5)
     monkeypatch.setattr(vlm_r1_rec, "ROWS", {**dict.fromkeys(RELEASED, 5), "refcoco_val.json": 4})
     with pytest.raises(DataError, match=r"refcoco_val.json holds 5 items, expected 4 \(RefCOCO"):
         convert_dataset("vlm_r1_rec", tmp_path)

@@ -13,8 +13,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from vlrl.cluster.timelimit import StopAtStep
 from vlrl.config import GRPOConfig
-from vlrl.core.errors import ConfigError
 
 
 def horizon_options(cfg: GRPOConfig) -> dict[str, Any]:
@@ -44,29 +44,6 @@ def plans_beyond_the_stop(cfg: GRPOConfig) -> bool:
     return cfg.schedule_steps is not None or cfg.schedule_epochs is not None
 
 
-class StopAtStep(TrainerCallback):
-    """End training after optimizer step ``last_step`` of a longer schedule; fail at the start
-    when the schedule the trainer planned has fewer steps (``schedule_epochs`` of a small
-    dataset), naming ``planned_by``."""
-
-    def __init__(self, last_step: int, planned_by: str) -> None:
-        self.last_step = last_step
-        self.planned_by = planned_by
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        if state.max_steps < self.last_step:
-            raise ConfigError(
-                f"{self.planned_by} plans {state.max_steps} steps, fewer than "
-                f"grpo.max_steps ({self.last_step}): the run would end before its last step"
-            )
-        return control
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step >= self.last_step:
-            control.should_training_stop = True
-        return control
-
-
 def stop_callbacks(cfg: GRPOConfig) -> list[TrainerCallback]:
     """:class:`StopAtStep` at ``max_steps`` where the schedule is planned apart, else none (the
     trainer stops at the end of its schedule)."""
@@ -77,4 +54,4 @@ def stop_callbacks(cfg: GRPOConfig) -> list[TrainerCallback]:
         if cfg.schedule_epochs is not None
         else f"grpo.schedule_steps ({cfg.schedule_steps})"
     )
-    return [StopAtStep(cfg.max_steps, planned_by)]
+    return [StopAtStep(cfg.max_steps, planned_by, "grpo.max_steps")]

@@ -350,31 +350,32 @@ def deepspeed_env(
 
 def llamafactory_command(
     topo: Topology,
-    cli: str,
-    args: Sequence[str],
+    cmd: Sequence[str],
     rdzv: Rendezvous | None = None,
     path: str = "",
 ) -> tuple[list[str], dict[str, str]]:
-    """``llamafactory-cli <args>`` for ``topo``, and the variables its launcher reads.
+    """``cmd`` (``llamafactory-cli train ...`` or a command taking its arguments) for ``topo``,
+    and the variables LLaMA-Factory's launcher reads.
 
     One process needs none (LLaMA-Factory then trains in the CLI's process). More go through
-    the torchrun LLaMA-Factory starts, found on PATH beside ``cli``; one node picks a free port
-    itself, several meet at ``rdzv`` and each node's task takes ``SLURM_NODEID`` as its rank.
+    the torchrun LLaMA-Factory starts, found on PATH beside ``cmd[0]``; one node picks a free
+    port itself, several meet at ``rdzv`` and each node's task takes ``SLURM_NODEID`` as its
+    rank.
 
-    >>> llamafactory_command(Topology(), "/env/bin/llamafactory-cli", ["train", "t.yaml"])
+    >>> llamafactory_command(Topology(), ["/env/bin/llamafactory-cli", "train", "t.yaml"])
     (['/env/bin/llamafactory-cli', 'train', 't.yaml'], {})
-    >>> cmd, env = llamafactory_command(Topology(1, 8, 8), "/env/bin/llamafactory-cli", ["train"])
+    >>> cmd, env = llamafactory_command(Topology(1, 8, 8), ["/env/bin/python", "-m", "m", "train"])
     >>> cmd, env["NPROC_PER_NODE"], env["NNODES"], env["NODE_RANK"], env["PATH"]
-    (['/env/bin/llamafactory-cli', 'train'], '8', '1', '0', '/env/bin')
+    (['/env/bin/python', '-m', 'm', 'train'], '8', '1', '0', '/env/bin')
     """
-    cmd = [cli, *args]
+    cmd = list(cmd)
     if topo.world_size == 1:
         return cmd, {}
     env = {
         "FORCE_TORCHRUN": "1",
         "NNODES": str(topo.nodes),
         "NPROC_PER_NODE": str(topo.processes_per_node),
-        "PATH": os.pathsep.join(filter(None, (os.path.dirname(cli), path))),
+        "PATH": os.pathsep.join(filter(None, (os.path.dirname(cmd[0]), path))),
     }
     if topo.nodes == 1:
         return cmd, {**env, "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}

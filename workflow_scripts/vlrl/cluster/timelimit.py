@@ -1,5 +1,5 @@
 """Stopping a training run before its job's time limit or on a stop signal, with a checkpoint to
-resume from.
+resume from; and at a planned step of a longer schedule (:class:`StopAtStep`).
 
 A Slurm job killed at its limit loses everything since its last checkpoint, and a run longer
 than any one job's limit never ends. So the GRPO stage reads its job's time left when it starts
@@ -22,6 +22,7 @@ import time
 from transformers import TrainerCallback
 
 from vlrl.cluster.preemption import stop_requested
+from vlrl.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -95,4 +96,29 @@ class StopBeforeLimit(TrainerCallback):
         control.should_save = True
         control.should_training_stop = True
         self.stopped_at = state.global_step
+        return control
+
+
+class StopAtStep(TrainerCallback):
+    """End training after optimizer step ``last_step`` (the setting ``stop_key``) of a longer
+    schedule; fail at the start when the schedule the trainer planned has fewer steps (epochs
+    of a small dataset), naming ``planned_by``: a released run planned for 2 epochs and reported
+    at step 600 trains 600 steps at the rates of the 2-epoch schedule."""
+
+    def __init__(self, last_step: int, planned_by: str, stop_key: str) -> None:
+        self.last_step = last_step
+        self.planned_by = planned_by
+        self.stop_key = stop_key
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.max_steps < self.last_step:
+            raise ConfigError(
+                f"{self.planned_by} plans {state.max_steps} steps, fewer than "
+                f"{self.stop_key} ({self.last_step}): the run would end before its last step"
+            )
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= self.last_step:
+            control.should_training_stop = True
         return control

@@ -25,7 +25,15 @@ class SFTConfig(Section):
     max_samples: int | None = Field(
         None, ge=1, description="Use at most this many training records."
     )
-    num_train_epochs: PositiveFloat = 2.0
+    num_train_epochs: PositiveFloat = Field(
+        2.0, description="Epochs the learning-rate schedule (and its warm-up) is planned for."
+    )
+    max_steps: PositiveInt | None = Field(
+        None,
+        description="Optimizer step the run stops after (None: the end of the schedule). A "
+        "released run planned for E epochs whose step-N checkpoint a paper reports: "
+        "num_train_epochs E, max_steps N; the learning rate of each step is the long schedule's.",
+    )
     learning_rate: PositiveFloat = 1e-5
     per_device_train_batch_size: PositiveInt = 8
     gradient_accumulation_steps: PositiveInt = 1

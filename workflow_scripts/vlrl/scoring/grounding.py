@@ -11,11 +11,16 @@ the last box of several) with non-negative integers, and a reply without one sco
 (same commit), which scored its SFT and base models (answers without ``<answer>`` tags): the
 **first** ``[a, b, c, d]`` anywhere in the output, signed decimals allowed, else ``[0, 0, 0,
 0]``; the same ``resize_bbox`` and ``iou``, correct iff IoU > 0.5.
+
+:func:`vlm_r1_od` ports the OVD evaluation script, ``src/eval/test_od_r1.py`` (same commit): the
+first ```` ```json ``` ```` block's ``[0]["bbox_2d"]``, else ``[0, 0, 0, 0]``; no rescale; the
+same ``iou``, correct iff IoU > 0.5.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 
@@ -24,6 +29,8 @@ from vlrl.scoring.candidate import Candidate, Verdict
 from vlrl.scoring.rules import rescale_box
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+# test_od_r1.py's ``pattern``, with its flag (``re.search``, DOTALL)
+_OD_JSON_BLOCK = re.compile(r"```json(.*?)```", re.DOTALL)
 _BOX = re.compile(r"\{.*\[(\d+),\s*(\d+),\s*(\d+),\s*(\d+)]\s*.*\}", re.DOTALL)
 # test_rec_baseline.py's ``bbox_pattern``, character for character (``re.search``, no flags)
 _NUMBER = r"(\s*-?\d*\.?\d+\s*)"
@@ -86,12 +93,64 @@ def vlm_r1_rec(candidate: Candidate) -> Verdict:
     return _rec_verdict(candidate, extract_bbox, "VLM-R1's REC rule")
 
 
+def extract_bbox_od(content: str) -> list[float] | None:
+    r"""The box VLM-R1's OVD evaluation reads (``test_od_r1.py`` ``extract_bbox_answer``), None
+    where it falls back to ``[0, 0, 0, 0]``: the first ```` ```json … ``` ```` block anywhere in
+    the output, parsed as JSON, its first element's ``bbox_2d``.
+
+    Where the script would stop with an error instead (a ``bbox_2d`` that is not four or more
+    numbers: its ``iou`` then fails), or would compute with a value no IoU can take (NaN,
+    infinity), this gives None too: the item scores 0, as it does in the script when the IoU is
+    NaN. JSON's ``true``/``false`` count as 1 and 0 and a longer list's first four are read, as
+    the script's arithmetic reads them.
+
+    >>> extract_bbox_od('<think>x</think><answer>```json [{"bbox_2d": [1, 2, 30, 40], '
+    ...                 '"label": "cup"}, {"bbox_2d": [5, 5, 9, 9]}] ```</answer>')
+    [1.0, 2.0, 30.0, 40.0]
+    >>> [extract_bbox_od(s) for s in ['<answer>{"bbox_2d": [1, 2, 30, 40]}</answer>',
+    ...  '```json {"bbox_2d": [1, 2, 3, 4]} ```', '```json [{"bbox_2d": [1, 2, 3]}] ```']]
+    [None, None, None]
+    """
+    block = _OD_JSON_BLOCK.search(content)
+    if block is None or not block.group(1).strip():
+        return None
+    try:
+        box = json.loads(block.group(1).strip())[0]["bbox_2d"]
+    except Exception:  # the script's bare ``except``: any failure reads [0, 0, 0, 0]
+        return None
+    if not isinstance(box, list) or len(box) < 4:
+        return None
+    if not all(isinstance(v, int | float) for v in box[:4]):
+        return None
+    values = [float(v) for v in box[:4]]
+    return values if all(math.isfinite(v) for v in values) else None
+
+
+def vlm_r1_od(candidate: Candidate) -> Verdict:
+    """VLM-R1's OVD evaluation verdict (``test_od_r1.py``): the box of :func:`extract_bbox_od`
+    (``[0, 0, 0, 0]`` without one), never rescaled (the script's ``normalized`` is always
+    False), IoU (:func:`vlm_r1_iou`, floored at 0) against the first gold box, correct iff IoU
+    > the threshold.
+
+    >>> vlm_r1_od(Candidate('```json [{"bbox_2d": [0, 0, 10, 10]}] ```', "", "grounding",
+    ...                     boxes=((0, 0, 10, 20),), box_frames=((5, 10), (10, 20))))
+    Verdict(extracted='[0.0, 0.0, 10.0, 10.0]', score=0.5, correct=0)
+
+    Raises:
+        ValueError: the candidate is not grounding, or has no gold box.
+    """
+    return _rec_verdict(candidate, extract_bbox_od, "VLM-R1's OVD rule", rescale=False)
+
+
 def _rec_verdict(
-    candidate: Candidate, extract: Callable[[str], list[float] | None], rule: str
+    candidate: Candidate,
+    extract: Callable[[str], list[float] | None],
+    rule: str,
+    rescale: bool = True,
 ) -> Verdict:
-    """What VLM-R1's two REC scripts share once a box is read: ``[0, 0, 0, 0]`` without one,
-    the rescale from the model-input frame, IoU floored at 0 against the first gold box,
-    correct iff IoU > the threshold."""
+    """What VLM-R1's REC and OVD scripts share once a box is read: ``[0, 0, 0, 0]`` without
+    one, the rescale from the model-input frame (``rescale``, where the candidate has frames),
+    IoU floored at 0 against the first gold box, correct iff IoU > the threshold."""
     if candidate.problem_type != "grounding":
         raise ValueError(
             f"item {candidate.item_id!r}: {rule} has no rule for problem_type "
@@ -102,7 +161,7 @@ def _rec_verdict(
         raise ValueError(f"item {candidate.item_id!r}: no gold box (boxes empty, answer has none)")
     read = extract(candidate.response)
     box: list[float] = list(read) if read is not None else [0, 0, 0, 0]
-    if candidate.box_frames is not None:
+    if rescale and candidate.box_frames is not None:
         input_size, image_size = candidate.box_frames
         box = rescale_box(box, list(input_size), list(image_size))
     iou = max(vlm_r1_iou(box, gold), 0.0)

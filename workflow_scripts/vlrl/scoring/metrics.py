@@ -330,6 +330,15 @@ def compute(
                     v for t, v in per_task.items() if spec.tasks is None or t in spec.tasks
                 )
             results[spec.name] = _value(spec.scale * total)
+        elif spec.kind == "task_accuracy":
+            counted = [item for item in items if item["task"] in set(spec.tasks or ())]
+            k, n = _accuracy(counted)
+            if not n:
+                raise StageError(
+                    f"metric {spec.name}: no scored items of tasks {list(spec.tasks or ())} "
+                    "(a subset of the benchmark?)"
+                )
+            results[spec.name] = _proportion(k, n, confidence)
         elif spec.kind == "mean_score":
             results[spec.name] = mean_score(scored, confidence)
         elif spec.kind == "wemath_four_dimensional":

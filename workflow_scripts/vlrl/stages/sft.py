@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from vlrl import sharing
+from vlrl.cluster import llamafactory_train
 from vlrl.cluster.distributed import (
     deepspeed_env,
     llamafactory_command,
@@ -87,6 +88,21 @@ def llamafactory_cli() -> str:
         "llamafactory-cli not found: run `make setup` (creates .venv-sft) "
         "or set VLRL_LLAMAFACTORY_CLI"
     )
+
+
+def train_command(cli: str) -> list[str]:
+    """The command that takes ``llamafactory-cli train``'s arguments: the python beside ``cli``
+    (its environment) running :mod:`vlrl.cluster.llamafactory_train`, LLaMA-Factory's CLI with
+    vlrl's callbacks (``sft.max_steps``); a ``cli`` with no python beside it (a test's stand-in)
+    runs as it is.
+
+    >>> train_command("/nowhere/bin/llamafactory-cli")
+    ['/nowhere/bin/llamafactory-cli', 'train']
+    """
+    python = Path(cli).with_name("python")
+    if not python.is_file():
+        return [cli, "train"]
+    return [str(python), "-m", llamafactory_train.MODULE, "train"]
 
 
 def has_accelerator() -> bool:
@@ -251,15 +267,15 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         topo = topology(cfg.resources.sft, cfg.sft.processes, cpu_threads=cfg.cpu_threads)
         cmd, launch_env = llamafactory_command(
             topo,
-            cli,
-            ["train", str(work / "train.yaml"), *overrides],
+            [*train_command(cli), str(work / "train.yaml"), *overrides],
             rendezvous_for(topo),
             os.environ.get("PATH", ""),
         )
         log.info(
-            "sft: %d samples, %s epochs, %d process(es): %s",
+            "sft: %d samples, %s epochs%s, %d process(es): %s",
             len(rows),
             cfg.sft.num_train_epochs,
+            f" (stopping after step {cfg.sft.max_steps})" if cfg.sft.max_steps else "",
             topo.world_size,
             shlex.join(cmd),
         )
@@ -271,6 +287,9 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
             "PYTHONUNBUFFERED": "1",
         }
         env.update(launch_env)
+        env.pop(llamafactory_train.MAX_STEPS, None)
+        if cfg.sft.max_steps is not None:
+            env[llamafactory_train.MAX_STEPS] = str(cfg.sft.max_steps)
         if cfg.sft.deepspeed:  # DeepSpeed's CPU accelerator where no CUDA device is
             env.update(deepspeed_env(has_accelerator(), str(Path(cli).parent.parent), env))
         kernels = {k: env[k] for k in (*KERNEL_VARIABLES, *MACHINE_KERNEL_VARIABLES) if k in env}
@@ -284,6 +303,15 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         for needed in ("config.json", "model.safetensors"):
             if not any(out.glob(needed.replace(".safetensors", "*.safetensors"))):
                 raise StageError(f"sft: LLaMA-Factory finished but wrote no {needed} in {out}")
+        if cfg.sft.max_steps is not None:
+            state_file = out / TRAINER_STATE
+            state = json.loads(state_file.read_text()) if state_file.is_file() else {}
+            trained = state.get("global_step", "an unknown number of")
+            if trained != cfg.sft.max_steps:
+                raise StageError(
+                    f"sft: sft.max_steps is {cfg.sft.max_steps} but LLaMA-Factory trained "
+                    f"{trained} steps ({shlex.join(cmd[:3])} does not stop the run)"
+                )
         times = drop_run_records(out)
         log.info("sft: run times (kept out of %s): %s", final, json.dumps(times))
     log.info("sft: wrote %s", final)

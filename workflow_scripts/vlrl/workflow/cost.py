@@ -231,8 +231,13 @@ def sft_estimate(out: _Sheet, records: int | None = None) -> StageEstimate:
     out.add("records", records, "training records (sft.max_samples applied)")
     pd, ga = s.per_device_train_batch_size, s.gradient_accumulation_steps
     epochs = s.num_train_epochs
-    steps = math.ceil(epochs * max(1, math.ceil(records / (pd * world)) // ga))
-    out.add(STEPS, steps, f"epochs {epochs:g} x records / ({pd} x {who} x {ga}), HF Trainer's")
+    planned = math.ceil(epochs * max(1, math.ceil(records / (pd * world)) // ga))
+    why = f"epochs {epochs:g} x records / ({pd} x {who} x {ga}), HF Trainer's"
+    if s.max_steps is not None and s.max_steps < planned:
+        # The run stops early: it reads that share of the planned epochs.
+        epochs = epochs * s.max_steps / planned
+        planned, why = s.max_steps, f"sft.max_steps (of {planned} the schedule plans: {why})"
+    out.add(STEPS, planned, why)
     tokens = out.add("tokens", records * epochs * seq, "records x epochs x tokens/record (the run)")
     out.add("tokens (max)", records * epochs * s.cutoff_len, "records x epochs x cutoff_len")
     if out.n is None:

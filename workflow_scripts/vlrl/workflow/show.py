@@ -144,9 +144,11 @@ def as_trained(cfg: Any) -> list[str]:
 
     lines = ["# as trained:"]
     if cfg.sft.enabled:
+        horizon = f"a schedule of {cfg.sft.num_train_epochs} epochs"
+        if cfg.sft.max_steps is not None:
+            horizon = f"stops at step {cfg.sft.max_steps} of {horizon}"
         lines.append(
-            f"#   sft: from {cfg.base_model}; {cfg.sft.num_train_epochs} epochs, boxes in the "
-            f"{cfg.sft.box_frame} frame"
+            f"#   sft: from {cfg.base_model}; {horizon}, boxes in the {cfg.sft.box_frame} frame"
         )
     if cfg.grpo.enabled:
         g = cfg.grpo

@@ -26,9 +26,10 @@ members are found by file name, wherever they lie, ``__MACOSX/`` and ``._*`` ent
   ``normal_caption`` (the expression), ``solution`` (``[103.93, 299.99, 238.15, 477.41]``: COCO
   ``[x, y, x + w, y + h]`` in pixels of the original picture), ``normalized_solution`` (× 1000 /
   size, for other models), ``width`` / ``height`` and ids, area, category. Only ``image``,
-  ``problem`` and ``solution`` are read; ``width`` / ``height``, when present, must agree with the
-  picture. The archive also holds the training files (``*_train.jsonl``), which
-  :mod:`vlrl.data.formats.vlm_r1_rec_train` reads with this module's helpers.
+  ``problem``, ``normal_caption`` and ``solution`` are read; ``width`` / ``height``, when
+  present, must agree with the picture. The archive also holds the training files
+  (``*_train.jsonl``), which :mod:`vlrl.data.formats.vlm_r1_rec_train` reads with this module's
+  helpers.
 - ``train2014.zip`` (13.5 GB): COCO train2014, members ``train2014/COCO_train2014_<id>.jpg``; an
   item's ``image`` is that path (or the one member ending with ``/`` + it).
 
@@ -52,6 +53,12 @@ error naming the item; ``answer`` = :func:`vlrl.items.answers.dumps_box`; ``prob
 ``refcoco_val``, ``refcocop_val``, ``refcocog_val``, also the records file name); ``data_source``
 = ``refcoco``; ``groups`` = ``{"image": <the item's image path>}`` (the expressions of one
 picture, its objects' among them, are a cluster).
+
+VLM-R1's OVD evaluation (``src/eval/test_od_r1.py``, same commit) asks the same items another
+question: its template formatted with ``normal_caption`` (the expression alone), not
+``problem``. Each item is therefore written twice: as above in ``<split>.jsonl`` and, with the
+item's ``normal_caption`` as it is as ``problem`` (same id, box, picture and task), in
+``<split>_od.jsonl`` (the ``*_val_od`` benchmarks).
 """
 
 from __future__ import annotations
@@ -91,8 +98,13 @@ ABOUT = {
 IMAGE_ARCHIVES = ("train2014.zip",)
 
 
+OD_SUFFIX = "_od"
+"""The splits VLM-R1's OVD evaluation asks (``<split>_od``: ``normal_caption`` as the question)."""
+
+
 def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
-    """Yield (split, record) for every item of the three val files, each in its json's order."""
+    """Yield (split, record) for every item of the three val files, each in its json's order,
+    and each again in ``<split>_od`` as VLM-R1's OVD evaluation asks it."""
     yield from convert_rec_jsons(
         source,
         images,
@@ -101,7 +113,18 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
         about=ABOUT,
         image_archives=IMAGE_ARCHIVES,
         data_source=DATA_SOURCE,
+        od_splits=True,
     )
+
+
+def od_question(row: Row) -> str:
+    """The item's ``normal_caption`` as it is: the question of VLM-R1's OVD evaluation
+    (``src/eval/test_od_r1.py`` formats its template with ``x['normal_caption']``, unstripped).
+    """
+    caption = row.field("normal_caption")
+    if not isinstance(caption, str) or not caption.strip():
+        raise row.error(f"field 'normal_caption' must be a non-empty string: {caption!r}")
+    return caption
 
 
 def convert_rec_jsons(
@@ -113,10 +136,12 @@ def convert_rec_jsons(
     about: Mapping[str, str],
     image_archives: tuple[str, ...],
     data_source: str,
+    od_splits: bool = False,
 ) -> Iterator[tuple[str, Record]]:
     """Yield (split, record) for every item of VLM-R1 REC json files ``files`` (split → member of
     :data:`ANNOTATIONS`), once every file holds its ``rows`` items, the pictures read from the
-    one of ``image_archives`` present under ``source``."""
+    one of ``image_archives`` present under ``source``; with ``od_splits``, each item also as
+    ``<split>_od`` with :func:`od_question` as its problem (same id, box and picture)."""
     loaded = []
     for split, name in files.items():
         label, items = read_json_member(source / ANNOTATIONS, name)
@@ -129,7 +154,11 @@ def convert_rec_jsons(
                 row = Row(label, index, item)
                 if not isinstance(item, dict):
                     raise row.error(f"is a {type(item).__name__}, not an object")
-                yield split, convert_item(row, images, archive, split, data_source)
+                converted = convert_item(row, images, archive, split, data_source)
+                yield split, converted
+                if od_splits:
+                    asked = converted.model_copy(update={"problem": od_question(row)})
+                    yield split + OD_SUFFIX, asked
     finally:
         archive.close()
 

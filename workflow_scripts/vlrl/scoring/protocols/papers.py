@@ -8,6 +8,9 @@
   rows; om-ai-lab/VLM-R1@90052f4 ``src/eval/test_rec_baseline.py``): the first ``[a, b, c, d]``
   of signed decimals anywhere in the output (else ``[0, 0, 0, 0]``), rescaled the same way,
   correct iff IoU > the threshold (:func:`vlrl.scoring.grounding.vlm_r1_rec_baseline`);
+- ``vlm_r1_od``: VLM-R1's OVD evaluation (om-ai-lab/VLM-R1@90052f4 ``src/eval/test_od_r1.py``):
+  the first ```` ```json ``` ```` block's ``[0]["bbox_2d"]`` (else ``[0, 0, 0, 0]``), not
+  rescaled, correct iff IoU > the threshold (:func:`vlrl.scoring.grounding.vlm_r1_od`);
 - ``vision_sr1``: Vision-SR1's evaluation (zli12321/Vision-SR1@4480e08 ``Evaluation/``):
   MathRuler ``grade_answer`` on the last ``\\boxed{}``, and the judge (Gemini there) on what
   that rule marks wrong when the experiment has one (:func:`vlrl.scoring.maths.vision_sr1`);
@@ -37,6 +40,14 @@ PROTOCOLS = (
         judge="none",
         covers=frozenset({"grounding"}),
         match=grounding.vlm_r1_rec_baseline,
+    ),
+    ScoringProtocol(
+        name="vlm_r1_od",
+        title="VLM-R1 OVD evaluation (first json block, no rescale)",
+        source="om-ai-lab/VLM-R1@90052f4 src/eval/test_od_r1.py",
+        judge="none",
+        covers=frozenset({"grounding"}),
+        match=grounding.vlm_r1_od,
     ),
     ScoringProtocol(
         name="vision_sr1",
