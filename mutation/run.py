@@ -42,6 +42,10 @@ TARGETS: dict[str, list[str]] = {
     "scoring": ["vlrl/scoring/*"],
     "config": ["vlrl/config/*"],
     "stage_deps": ["vlrl/workflow/stage_deps.py"],
+    "checkpoints": ["vlrl/cluster/checkpoints.py"],
+    "preemption": ["vlrl/cluster/preemption.py", "vlrl/cluster/timelimit.py"],
+    "distributed": ["vlrl/cluster/distributed.py"],
+    "sharing": ["vlrl/sharing.py"],
 }
 TESTS: dict[str, list[str]] = {
     "rewards": ["tests/rewards"],
@@ -62,6 +66,10 @@ TESTS: dict[str, list[str]] = {
         "tests/test_config_reads.py",
     ],
     "stage_deps": ["tests/workflow/test_stage_deps.py", "tests/workflow/test_stage_deps_edges.py"],
+    "checkpoints": ["tests/cluster/test_checkpoints.py"],
+    "preemption": ["tests/cluster/test_preemption.py", "tests/cluster/test_timelimit.py"],
+    "distributed": ["tests/cluster/test_distributed.py", "tests/cluster/test_container.py"],
+    "sharing": ["tests/test_sharing.py"],
 }
 # Pipeline tests (training, whole DAGs) are too slow to run per mutant; unit tests cover these
 # modules.

@@ -125,6 +125,20 @@ def test_deepspeed_needs_its_latest_tag_and_the_directory_it_names(tmp_path: Pat
     assert [p.name for p in checkpoint_dirs(tmp_path)] == ["checkpoint-5"]
 
 
+def test_a_latest_file_left_empty_by_a_kill_is_incomplete(tmp_path: Path) -> None:
+    """A kill between DeepSpeed's open and write of ``latest`` leaves it empty (or blank): the
+    tag it names is no directory, even when the save's tag directory is whole."""
+    files = {
+        "global_step5/mp_rank_00_model_states.pt": "x",
+        "global_step5/zero_pp_rank_0_mp_rank_00_optim_states.pt": "x",
+    }
+    for content in ("", "\n"):
+        path = _checkpoint(tmp_path / repr(content), 5, **{DEEPSPEED_TAG: content, **files})
+        reason = incomplete_reason(path, deepspeed=True)
+        assert reason == "its DeepSpeed latest names '', which is not there"
+        assert newest_complete(path.parent, deepspeed=True) is None
+
+
 @pytest.mark.parametrize(
     ("names", "ranks", "reason"),
     [

@@ -150,6 +150,23 @@ def test_sft_on_2_nodes_runs_llamafactory_on_each_with_its_node_rank() -> None:
     }
 
 
+def test_several_nodes_of_one_gpu_each_are_a_distributed_run() -> None:
+    """Two nodes with one GPU each: one process per node, but a world of two, so both the
+    GRPO and the SFT launch meet at the rendezvous (not one process training alone)."""
+    topo = topology(StageResources(gpus=1, nodes=2, cpus=8), 4)
+    assert (topo.nodes, topo.processes_per_node, topo.world_size) == (2, 1, 2)
+    grpo = torchrun_command(topo, TARGET, RDZV, python="py")
+    assert grpo[:3] == ["srun", "--jobid=401234", "--nodes=2"]
+    assert "--nproc-per-node=1" in grpo and "--nnodes=2" in grpo
+    assert "--rdzv-endpoint=gpu-node-07:31234" in grpo
+    sft, env = llamafactory_command(topo, [CLI, "train", "t.yaml"], RDZV)
+    assert sft[:3] == ["srun", "--jobid=401234", "--nodes=2"]
+    assert (env["NNODES"], env["NPROC_PER_NODE"], env["FORCE_TORCHRUN"]) == ("2", "1", "1")
+    assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("gpu-node-07", "31234")
+    # a server's GPU reserved on a two-GPU node leaves one training process per node
+    assert topology(StageResources(gpus=2, nodes=2), 4, reserved=1).world_size == 2
+
+
 def test_each_node_takes_slurms_node_id_as_its_rank() -> None:
     """The shell line srun runs on every node: NODE_RANK from SLURM_NODEID, the command as is."""
     show = "import os, sys; print(os.environ['NODE_RANK'], sys.argv[1:])"

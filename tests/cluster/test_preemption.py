@@ -185,6 +185,36 @@ def test_a_refused_requeue_is_not_counted_and_says_what_makes_a_job_requeueable(
     assert read_requeues(tmp_path) == {"starts": [0], "requeues": 0}
 
 
+def test_an_accepted_requeue_is_counted_before_slurm_ends_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slurm ends the job as soon as ``scontrol requeue`` returns: the count must already be
+    on disk then (a stand-in scontrol reads it), one more at each requeue, so the cap
+    (``requeue_refusal``) sees every requeue of the job."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    seen = tmp_path / "seen.txt"
+    scontrol = bin_dir / "scontrol"
+    scontrol.write_text(f'#!/bin/sh\necho "$* $(cat {tmp_path / "ckpt" / REQUEUES})" >> {seen}\n')
+    scontrol.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    checkpoints = tmp_path / "ckpt"
+    checkpoints.mkdir()
+    record_start(checkpoints, 0)
+    assert requeue_job(checkpoints, env={"SLURM_JOB_ID": "77"}) == (True, "")
+    record_start(checkpoints, 4)
+    assert requeue_job(checkpoints, env={"SLURM_JOB_ID": "77"}) == (True, "")
+    assert read_requeues(checkpoints) == {"starts": [0, 4], "requeues": 2}
+    assert seen.read_text().splitlines() == [
+        'requeue 77 {"starts": [0], "requeues": 1}',
+        'requeue 77 {"starts": [0, 4], "requeues": 2}',
+    ]
+    assert requeue_refusal(read_requeues(checkpoints), 8, max_requeues=2) is not None
+    # without a checkpoints folder nothing is counted, and the requeue still happens
+    assert requeue_job(None, env={"SLURM_JOB_ID": "78"}) == (True, "")
+    assert seen.read_text().splitlines()[-1].startswith("requeue 78")
+
+
 def test_a_slurm_job_whose_limit_cannot_be_read_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,7 +7,8 @@ import pytest
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
 from vlrl.cluster import timelimit
-from vlrl.cluster.timelimit import StopBeforeLimit
+from vlrl.cluster.timelimit import StopAtStep, StopBeforeLimit
+from vlrl.core.errors import ConfigError
 
 
 class Clock:
@@ -67,3 +68,32 @@ def test_the_runs_last_step_never_stops_where_the_schedule_is_longer(clock: Cloc
     # 10 s steps, the limit 45 s away: steps 1 and 2 end with 30 and 40 s < 45 s to go
     assert _steps(StopBeforeLimit(stop_at=clock.now + 45), clock, [10.0] * 3) == 3
     assert _steps(StopBeforeLimit(stop_at=clock.now + 45, last_step=3), clock, [10.0] * 3) is None
+
+
+def test_stop_at_step_ends_the_run_after_its_step_of_a_longer_schedule() -> None:
+    args = TrainingArguments(output_dir="/tmp/unused", use_cpu=True, report_to=[])
+    stopper = StopAtStep(3, "sft.num_train_epochs", "sft.max_steps")
+    state = TrainerState(max_steps=10)
+    stopper.on_train_begin(args, state, TrainerControl())
+    stopped = []
+    for step in range(1, 11):
+        control = TrainerControl()
+        state.global_step = step
+        stopper.on_step_end(args, state, control)
+        if control.should_training_stop:
+            stopped.append(step)
+            break
+    assert stopped == [3]
+    # planned for exactly the steps it trains: allowed
+    StopAtStep(10, "p", "k").on_train_begin(args, TrainerState(max_steps=10), TrainerControl())
+
+
+def test_stop_at_step_refuses_a_schedule_shorter_than_the_run_by_name() -> None:
+    args = TrainingArguments(output_dir="/tmp/unused", use_cpu=True, report_to=[])
+    stopper = StopAtStep(11, "grpo.schedule_epochs (0.5)", "grpo.max_steps")
+    with pytest.raises(ConfigError) as caught:
+        stopper.on_train_begin(args, TrainerState(max_steps=10), TrainerControl())
+    assert str(caught.value) == (
+        "grpo.schedule_epochs (0.5) plans 10 steps, fewer than grpo.max_steps (11): the run "
+        "would end before its last step"
+    )

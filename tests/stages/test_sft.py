@@ -296,6 +296,8 @@ def test_sft_stops_at_max_steps_with_the_rates_of_the_whole_schedule(
     state = json.loads((Path("results/tiny_shapes/sft") / sft.TRAINER_STATE).read_text())
     rates = [h["learning_rate"] for h in state["log_history"] if "learning_rate" in h]
     assert (state["global_step"], state["max_steps"]) == (3, 10)
+    saved = (Path("results/tiny_shapes/sft") / sft.WORK / "train.yaml").read_text()
+    assert saved.startswith("# vlrl stops this run after step 3 of its schedule (sft.max_steps)")
     assert rates == pytest.approx(linear_rates(0.001, 10, 3), rel=1e-6)
 
 

@@ -49,6 +49,7 @@ SCALE = {
     "data": "a few rows of the recipe's data",
     # how long and how big
     "sft.num_train_epochs": "one epoch",
+    "sft.max_steps": "a step of that epoch (a recipe that stops early still does)",
     "sft.per_device_train_batch_size": "a small batch",
     "sft.gradient_accumulation_steps": "no accumulation",
     "sft.cutoff_len": "short sequences",
@@ -126,6 +127,12 @@ def test_the_smoke_variant_changes_only_scale(recipe: str) -> None:
     kept = {b: p for b, p in full.score.protocol.items() if b in smoke.benchmarks}
     assert smoke.score.protocol == kept
     assert smoke.base_model == "tiny-qwen2.5-vl" and smoke.resources.grpo.gpus == 0
+    # a recipe that stops early keeps doing so at smoke scale (the stop runs in CI)
+    assert (full.sft.max_steps is None) == (smoke.sft.max_steps is None)
+    stops = full.grpo.schedule_steps is not None or full.grpo.schedule_epochs is not None
+    assert stops == (
+        smoke.grpo.schedule_steps is not None or smoke.grpo.schedule_epochs is not None
+    )
 
 
 def test_the_comparison_catches_a_change_outside_scale() -> None:

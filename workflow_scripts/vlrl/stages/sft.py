@@ -262,7 +262,14 @@ def run(exp: str, cfg: ExperimentConfig) -> dict[str, Any]:
         # The saved yaml names the final directories: run from the project root it retrains
         # this output. LLaMA-Factory writes into the temporary one (command-line overrides).
         args = train_args(cfg.sft, model_dir, final / WORK, final, cfg.seed, media_dir=data_dir)
-        (work / "train.yaml").write_text(yaml.safe_dump(args, sort_keys=False))
+        header = ""
+        if cfg.sft.max_steps is not None:  # not a LLaMA-Factory option: say how the run stops
+            header = (
+                f"# vlrl stops this run after step {cfg.sft.max_steps} of its schedule "
+                f"(sft.max_steps): {llamafactory_train.MAX_STEPS}={cfg.sft.max_steps} "
+                f"python -m {llamafactory_train.MODULE} train <this file>\n"
+            )
+        (work / "train.yaml").write_text(header + yaml.safe_dump(args, sort_keys=False))
         overrides = [f"output_dir={out}", f"dataset_dir={work}"]
         topo = topology(cfg.resources.sft, cfg.sft.processes, cpu_threads=cfg.cpu_threads)
         cmd, launch_env = llamafactory_command(
