@@ -16,8 +16,12 @@ from vlrl.cluster.checkpoints import (
     TRAINER_STATE,
     checkpoint_dirs,
     incomplete_reason,
+    missing_rank_files,
+    missing_rng_states,
     newest_complete,
     resume_point,
+    set_aside,
+    topology_label,
 )
 from vlrl.cluster.distributed import Topology
 
@@ -255,3 +259,126 @@ def test_checkpoints_of_another_topology_are_set_aside_not_resumed(
     # the same topology again: nothing moves
     assert resume_point(checkpoints, "fp", enabled=True, topo=four) is None
     assert checkpoints.is_dir() and not (tmp_path / "grpo_checkpoints.4-ranks").exists()
+
+
+# ---------------------------------------------------------------- the decisions, one by one
+def test_the_messages_name_every_missing_file_exactly(tmp_path: Path) -> None:
+    tag = tmp_path / "global_step3"
+    tag.mkdir()
+    assert missing_rank_files(tag, 2) == "every rank's optimizer states"
+    (tag / "zero_pp_rank_0_mp_rank_00_optim_states.pt").write_text("x")
+    (tag / "zero_pp_rank_2_mp_rank_00_optim_states.pt").write_text("x")
+    # no rank count given: every rank up to the highest seen (rank 1 is missing between)
+    assert missing_rank_files(tag) == (
+        "the optimizer states of rank 1, the model states (mp_rank_00_model_states.pt)"
+    )
+    (tag / "mp_rank_00_model_states.pt").write_text("x")
+    assert missing_rank_files(tag) == "the optimizer states of rank 1"
+    assert (
+        missing_rank_files(tag, 4)
+        == "the optimizer states of rank 1, the optimizer states of rank 3"
+    )
+
+
+def test_rng_states_are_needed_once_any_is_saved(tmp_path: Path) -> None:
+    """No optimizer file (a save cut before it, or a model-only one) but one rank's RNG states:
+    the others' are needed too; with none saved and no optimizer, none is needed."""
+    path = _checkpoint(tmp_path, 3)
+    (path / "optimizer.pt").unlink()
+    assert missing_rng_states(path, 3) is None
+    (path / "rng_state_1.pth").write_text("r")
+    assert missing_rng_states(path, 3) == (
+        "the RNG states of rank 0, 2 (rng_state_0.pth, rng_state_2.pth)"
+    )
+    # a DeepSpeed save keeps its optimizer in the tag directory, not optimizer.pt
+    ds = _checkpoint(tmp_path / "ds", 3, **{DEEPSPEED_TAG: "global_step3"})
+    (ds / "optimizer.pt").unlink()
+    assert missing_rng_states(ds, 1) == "the RNG states (rng_state.pth)"
+
+
+def test_newest_complete_checks_the_ranks_it_is_given(tmp_path: Path, caplog) -> None:
+    two = _checkpoint(tmp_path, 2, **{"rng_state_0.pth": "r", "rng_state_1.pth": "r"})
+    _checkpoint(tmp_path, 4, **{"rng_state_0.pth": "r"})  # rank 1's cut off
+    with caplog.at_level("WARNING", logger="vlrl.cluster.checkpoints"):
+        assert newest_complete(tmp_path, ranks=2, remove=False) == two
+    assert caplog.messages == [
+        f"checkpoint {tmp_path / 'checkpoint-4'} is incomplete (it lacks the RNG states of rank "
+        "1 (rng_state_1.pth): its save was cut short); skipping it"
+    ]
+    assert (tmp_path / "checkpoint-4").is_dir()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="vlrl.cluster.checkpoints"):
+        assert newest_complete(tmp_path, ranks=2) == two
+    assert caplog.messages[0].endswith("its save was cut short); removing it")
+    assert not (tmp_path / "checkpoint-4").exists()
+
+
+def test_step_zero_sorts_first(tmp_path: Path) -> None:
+    for step in (1, 0, 10):
+        _checkpoint(tmp_path, step)
+    (tmp_path / "checkpoint-5").write_text("a file, not a checkpoint")
+    assert [p.name for p in checkpoint_dirs(tmp_path)] == [
+        "checkpoint-0",
+        "checkpoint-1",
+        "checkpoint-10",
+    ]
+
+
+def test_topology_labels() -> None:
+    assert topology_label(1, 1) == "1 node x 1 process (world size 1)"
+    assert topology_label(1, 2) == "1 node x 2 processes (world size 2)"
+    assert topology_label(3, 1) == "3 nodes x 1 process (world size 3)"
+
+
+def test_resume_point_resumes_only_what_the_run_can_load(tmp_path: Path, caplog) -> None:
+    """Under DeepSpeed with two ranks, a checkpoint without the tag file or one rank's RNG
+    states is not a resume point: the one before it is, and the log says which."""
+    checkpoints = tmp_path / "deep" / "er" / "grpo_checkpoints"  # parents made as needed
+    two = Topology(nodes=1, processes_per_node=2)
+    assert resume_point(checkpoints, "fp", enabled=True, deepspeed=True, topo=two) is None
+    rng = {"rng_state_0.pth": "r", "rng_state_1.pth": "r"}
+    zero = {f"global_step{{s}}/zero_pp_rank_{r}_mp_rank_00_optim_states.pt": "x" for r in (0, 1)}
+    zero["global_step{s}/mp_rank_00_model_states.pt"] = "x"
+    for step in (2, 4):
+        files = {k.format(s=step): v for k, v in zero.items()}
+        _checkpoint(checkpoints, step, **{DEEPSPEED_TAG: f"global_step{step}", **files, **rng})
+    (checkpoints / "checkpoint-4" / "rng_state_1.pth").unlink()
+    _checkpoint(checkpoints, 6, **rng)  # no DeepSpeed tag
+    with caplog.at_level("INFO", logger="vlrl.cluster.checkpoints"):
+        found = resume_point(checkpoints, "fp", enabled=True, deepspeed=True, topo=two)
+    assert found == str(checkpoints / "checkpoint-2")
+    assert f"grpo: resuming from {checkpoints / 'checkpoint-2'}" in caplog.messages
+    assert [p.name for p in checkpoint_dirs(checkpoints)] == ["checkpoint-2"]
+
+
+def test_a_folder_without_its_fingerprint_is_cleared_by_name(tmp_path: Path, caplog) -> None:
+    """Checkpoints with no fingerprint beside them (an older vlrl, a copy) cannot be trusted."""
+    checkpoints = tmp_path / "sft_checkpoints"
+    _checkpoint(checkpoints, 3)
+    with caplog.at_level("INFO", logger="vlrl.cluster.checkpoints"):
+        assert resume_point(checkpoints, "fp", enabled=True, stage="sft") is None
+    assert caplog.messages == [f"sft: clearing {checkpoints} (another configuration or resume off)"]
+    assert not checkpoint_dirs(checkpoints) and (checkpoints / FINGERPRINT).read_text() == "fp"
+
+
+def test_setting_aside_replaces_an_older_set_aside_folder(tmp_path: Path, caplog) -> None:
+    folder = tmp_path / "grpo_checkpoints"
+    _checkpoint(folder, 8)
+    (folder / TOPOLOGY).write_text(topology_label(2, 2))
+    stale = tmp_path / "grpo_checkpoints.4-ranks"
+    _checkpoint(stale, 1)
+    with caplog.at_level("WARNING", logger="vlrl.cluster.checkpoints"):
+        assert set_aside(folder, topology_label(1, 1)) == stale
+    assert [p.name for p in checkpoint_dirs(stale)] == ["checkpoint-8"]
+    assert not folder.exists()
+    assert caplog.messages == [
+        f"the checkpoints in {folder} were written by 2 nodes x 2 processes (world size 4), and "
+        "this run has 1 node x 1 process (world size 1): a checkpoint cannot be resumed under "
+        "another topology (ZeRO partitions and RNG states are per rank), so this run starts "
+        f"from step 0 and they are set aside in {stale}. To resume them instead, rerun with the "
+        "resources (gpus, nodes) and processes that wrote them"
+    ]
+    # a record that names no world size (edited by hand, cut short) still moves them aside
+    _checkpoint(folder, 9)
+    (folder / TOPOLOGY).write_text("2 nodes x 2 proc")
+    assert set_aside(folder, topology_label(1, 1)) == tmp_path / "grpo_checkpoints.other-topology"

@@ -17,8 +17,11 @@ from vlrl.cluster.distributed import (
     Rendezvous,
     Topology,
     llamafactory_command,
+    processes_per_node,
+    relayed,
     rendezvous_port,
     slurm_hosts,
+    srun_per_node,
     stage_step_command,
     topology,
     torchrun_command,
@@ -292,3 +295,43 @@ def test_a_resumable_stage_reruns_itself_in_a_job_step_under_the_relay() -> None
         *("py", "-m", "vlrl.cluster.relay", "--"),
         *("py", "-m", "vlrl.cli", "grpo", "exp", "--set", "seed=2"),
     ]
+
+
+# ---------------------------------------------------------------- the decisions, one by one
+def test_a_gpu_stage_trains_one_process_per_gpu_unless_servers_take_some() -> None:
+    assert processes_per_node(StageResources(gpus=8), 1) == 8  # no server: every GPU
+    assert processes_per_node(StageResources(gpus=8), 1, reserved=2) == 6
+    assert processes_per_node(StageResources(), 3) == 3  # CPU: the configured processes
+
+
+def test_an_unsized_node_asks_srun_for_nothing_it_did_not_ask_for() -> None:
+    """No cpus, GPUs or memory in the resources: srun gets none of those options (Slurm's
+    defaults), not empty or zero ones."""
+    cmd = srun_per_node(Topology(2, 1), RDZV)
+    assert not [a for a in cmd if a.startswith(("--cpus-per-task", "--gres", "--mem"))]
+    sized = srun_per_node(Topology(2, 1, 1, 4, 1000), RDZV)
+    assert [a for a in sized if a.startswith(("--cpus-per-task", "--gres", "--mem"))] == [
+        "--cpus-per-task=4",
+        "--gres=gpu:1",
+        "--mem=1000",
+    ]
+
+
+def test_the_rendezvous_port_is_a_whole_port_in_the_range() -> None:
+    assert [rendezvous_port(j) for j in ("1234", "1235", "13994")] == [21234, 21235, 21226]
+    assert all(isinstance(rendezvous_port(j), int) for j in ("1", "99999"))
+
+
+def test_the_node_task_follows_the_environment_it_is_given(monkeypatch) -> None:
+    for name in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"):
+        monkeypatch.delenv(name, raising=False)
+    task = relayed(["torchrun"], python="py", env={"APPTAINER_CONTAINER": "/i.sif"})
+    assert "apptainer" in task and task[-1] == "torchrun"
+    assert relayed(["torchrun"], python="py", env={}) == [
+        "py", "-m", "vlrl.cluster.relay", "--", "torchrun",
+    ]  # fmt: skip
+
+
+def test_sft_on_one_node_finds_torchrun_beside_its_python_only() -> None:
+    _, env = llamafactory_command(Topology(1, 2, 0), ["/env/bin/python", "-m", "m", "train"])
+    assert env["PATH"] == "/env/bin"

@@ -224,3 +224,81 @@ def test_a_slurm_job_whose_limit_cannot_be_read_is_an_error(
     with pytest.raises(StageError, match=r"runs in Slurm job 12 but cannot read its time limit"):
         preemption.job_seconds_left({"SLURM_JOB_ID": "12"})
     assert preemption.job_seconds_left({}) is None  # outside Slurm: no limit
+
+
+# ---------------------------------------------------------------- the decisions, one by one
+def _stand_in(tmp_path: Path, name: str, script: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Slurm command ``name`` on PATH running ``script``; returns the file its argv goes to."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    argv = tmp_path / f"{name}.argv"
+    (bin_dir / name).write_text(f'#!/bin/sh\necho "$*" >> {argv}\n{script}\n')
+    (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return argv
+
+
+def test_the_time_left_is_asked_of_squeue_for_this_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv = _stand_in(tmp_path, "squeue", "echo 1:00:00", monkeypatch)
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    assert preemption.job_seconds_left() == 3600.0  # from the process's own environment
+    assert argv.read_text().split() == ["-h", "-j", "4242", "-o", "%L"]
+
+
+def test_an_unreadable_limit_says_what_to_do(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(StageError) as caught:
+        preemption.job_seconds_left({"SLURM_JOB_ID": "12"})
+    assert str(caught.value).endswith(
+        ". Inside a container, bind the Slurm client and its configuration in (README, "
+        '"Run on a cluster"); to run without a limit, unset SLURM_JOB_ID'
+    )
+
+
+def test_the_stop_time_given_by_the_launcher_wins(monkeypatch) -> None:
+    monkeypatch.setenv(STOP_AT_ENV, "1234.5")
+    monkeypatch.setenv("SLURM_JOB_ID", "1")  # not asked
+    assert stop_time(60) == 1234.5
+
+
+def test_a_limit_equal_to_the_margin_is_warned_in_full(monkeypatch, caplog) -> None:
+    monkeypatch.delenv(STOP_AT_ENV, raising=False)
+    monkeypatch.setattr(preemption, "job_seconds_left", lambda: 300.0)
+    with caplog.at_level("WARNING", logger="vlrl.cluster.preemption"):
+        stop_time(300)
+    assert caplog.messages == [
+        "the job has 300 s left, within the stop margin of 300 s: the stage stops after its "
+        "first step and requeues, so every run of the job makes one step. Give the job more "
+        "time (resources.<stage>.runtime) or lower the margin (grpo.stop_margin_s)"
+    ]
+
+
+def test_a_refusal_names_the_last_start_and_says_what_to_do() -> None:
+    record = {"starts": [0, 3, 5], "requeues": 2}
+    assert requeue_refusal(record, 5, 10) == (
+        "no checkpoint got past step 5, where this run started, so a rerun would repeat it (2 "
+        "requeues so far, the runs started at steps [0, 3, 5]). To make progress, give the job "
+        "more time (resources.grpo.runtime), lower grpo.stop_margin_s, or save more often "
+        "(grpo.save_steps)"
+    )
+    # no start recorded: the run started at step 0
+    fresh = requeue_refusal({"starts": [], "requeues": 0}, None, 10)
+    assert fresh.startswith("no checkpoint got past step 0, where this run started")
+    assert "the runs started at steps [0]" in fresh
+
+
+def test_a_refused_requeue_without_checkpoints_counts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stand_in(tmp_path, "scontrol", "echo refused >&2; exit 1", monkeypatch)
+    requeued, why = requeue_job(None, env={"SLURM_JOB_ID": "9"})
+    assert not requeued and why.startswith("Slurm refused to requeue job 9 (")
+    assert "refused" in why
+
+
+def test_outside_slurm_nothing_is_requeued(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    assert requeue_job(tmp_path) == (False, "not a Slurm job")  # the process's environment
+    assert not (tmp_path / REQUEUES).exists()

@@ -56,6 +56,7 @@ TOPOLOGY = "vlrl_topology.txt"
 _NAME = re.compile(rf"^{PREFIX}-(\d+)$")
 _RANK_FILE = re.compile(r"^(?:bf16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_(optim|model)_states\.pt$")
 _MODEL_FILE = re.compile(r"^mp_rank_\d+_model_states\.pt$")
+_WORLD_SIZE = re.compile(r"\(world size (\d+)\)$")
 
 
 def checkpoint_step(path: Path) -> int | None:
@@ -85,12 +86,10 @@ def missing_rank_files(tag_dir: Path, ranks: int | None = None) -> str | None:
     """
     optim: set[int] = set()
     model: set[int] = set()
-    whole_model = False
-    for file in tag_dir.iterdir():
-        match = _RANK_FILE.match(file.name)
-        if match:
-            (optim if match.group(3) == "optim" else model).add(int(match.group(1)))
-        whole_model = whole_model or bool(_MODEL_FILE.match(file.name))
+    names = [file.name for file in tag_dir.iterdir()]
+    for match in filter(None, map(_RANK_FILE.match, names)):
+        (optim if match.group(3) == "optim" else model).add(int(match.group(1)))
+    whole_model = any(_MODEL_FILE.match(name) for name in names)
     if not optim:
         return "every rank's optimizer states"
     every = range(ranks if ranks is not None else max(optim | model) + 1)
@@ -178,14 +177,16 @@ def set_aside(folder: Path, topology: str) -> Path | None:
     A checkpoint is not resumable under another world size: DeepSpeed's ZeRO partitions and
     each rank's RNG states are per rank (DeepSpeed raises on every attempt), and the batches
     each rank draws depend on the world size. So the run starts again, the old checkpoints kept
-    beside (``<folder>.<world size>-ranks``, replacing an older one of that name) for a rerun
+    beside (``<folder>.<world size>-ranks``, or ``<folder>.other-topology`` for a record that
+    names none; replacing an older one of that name) for a rerun
     under their own topology, and a warning names both topologies.
     """
     record = folder / TOPOLOGY
     if not record.is_file() or (old := record.read_text().strip()) == topology:
         return None
-    world = old.rsplit("world size ", 1)[-1].rstrip(")")
-    aside = folder.with_name(f"{folder.name}.{world}-ranks")
+    recorded = _WORLD_SIZE.search(old)
+    world = f"{recorded.group(1)}-ranks" if recorded else "other-topology"
+    aside = folder.with_name(f"{folder.name}.{world}")
     shutil.rmtree(aside, ignore_errors=True)
     folder.rename(aside)
     log.warning(
@@ -205,8 +206,8 @@ def checkpoint_dirs(folder: Path) -> list[Path]:
     """The ``checkpoint-<N>`` directories of ``folder``, oldest step first."""
     if not folder.is_dir():
         return []
-    found = [p for p in folder.iterdir() if p.is_dir() and checkpoint_step(p) is not None]
-    return sorted(found, key=lambda p: checkpoint_step(p) or 0)
+    steps = [(checkpoint_step(p), p) for p in folder.iterdir() if p.is_dir()]
+    return [p for _, p in sorted((step, p) for step, p in steps if step is not None)]
 
 
 def newest_complete(

@@ -122,14 +122,21 @@ def requeue_job(
     job = env.get("SLURM_JOB_ID")
     if not job:
         return False, "not a Slurm job"
-    record = read_requeues(checkpoints) if checkpoints else None
-    if checkpoints and record is not None:
-        write_requeues(checkpoints, {**record, "requeues": record["requeues"] + 1})
+    if checkpoints is None:
+        return _requeue(job)
+    record = read_requeues(checkpoints)
+    write_requeues(checkpoints, {**record, "requeues": record["requeues"] + 1})
+    requeued, why = _requeue(job)
+    if not requeued:
+        write_requeues(checkpoints, record)
+    return requeued, why
+
+
+def _requeue(job: str) -> tuple[bool, str]:
+    """``scontrol requeue`` of ``job``: whether Slurm took it, and why not."""
     try:
         slurm_output(["scontrol", "requeue", job])
     except StageError as err:
-        if checkpoints and record is not None:
-            write_requeues(checkpoints, record)
         return False, f"Slurm refused to requeue job {job} ({err}); {REQUEUE_ADVICE}"
     return True, ""
 
