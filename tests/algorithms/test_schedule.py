@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from schedules import linear_rates
 
 from vlrl.config import load_experiment
 from vlrl.core import paths
@@ -33,22 +34,6 @@ def grpo_inputs(project: Path, shapes_data: Path, tiny_model_dir: Path) -> Path:
     shutil.copytree(shapes_data, paths.data_dir("tiny_shapes"))
     shutil.copytree(tiny_model_dir, paths.model_resource("tiny-qwen2.5-vl"))
     return project
-
-
-def linear_rates(learning_rate: float, planned: int, steps: int) -> list[float]:
-    """transformers' own linear schedule of ``planned`` steps: the rate each of the first
-    ``steps`` steps trains with (what the trainer logs at that step)."""
-    import torch
-    from transformers import get_linear_schedule_with_warmup
-
-    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=learning_rate)
-    schedule = get_linear_schedule_with_warmup(optimizer, 0, planned)
-    rates = []
-    for _ in range(steps):
-        rates.append(schedule.get_last_lr()[0])
-        optimizer.step()
-        schedule.step()
-    return rates
 
 
 def logged_rates() -> tuple[int, list[float]]:

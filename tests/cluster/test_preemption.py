@@ -191,24 +191,24 @@ def test_an_accepted_requeue_is_counted_before_slurm_ends_the_job(
     """Slurm ends the job as soon as ``scontrol requeue`` returns: the count must already be
     on disk then (a stand-in scontrol reads it), one more at each requeue, so the cap
     (``requeue_refusal``) sees every requeue of the job."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    seen = tmp_path / "seen.txt"
-    scontrol = bin_dir / "scontrol"
-    scontrol.write_text(f'#!/bin/sh\necho "$* $(cat {tmp_path / "ckpt" / REQUEUES})" >> {seen}\n')
-    scontrol.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     checkpoints = tmp_path / "ckpt"
+    seen = _stand_in(
+        tmp_path,
+        "scontrol",
+        f"(cat {checkpoints / REQUEUES}; echo) >> {tmp_path}/seen",
+        monkeypatch,
+    )
     checkpoints.mkdir()
     record_start(checkpoints, 0)
     assert requeue_job(checkpoints, env={"SLURM_JOB_ID": "77"}) == (True, "")
     record_start(checkpoints, 4)
     assert requeue_job(checkpoints, env={"SLURM_JOB_ID": "77"}) == (True, "")
     assert read_requeues(checkpoints) == {"starts": [0, 4], "requeues": 2}
-    assert seen.read_text().splitlines() == [
-        'requeue 77 {"starts": [0], "requeues": 1}',
-        'requeue 77 {"starts": [0, 4], "requeues": 2}',
-    ]
+    assert seen.read_text().splitlines() == ["requeue 77", "requeue 77"]
+    assert (tmp_path / "seen").read_text().splitlines() == [
+        '{"starts": [0], "requeues": 1}',
+        '{"starts": [0, 4], "requeues": 2}',
+    ]  # what the record said while Slurm ran
     assert requeue_refusal(read_requeues(checkpoints), 8, max_requeues=2) is not None
     # without a checkpoints folder nothing is counted, and the requeue still happens
     assert requeue_job(None, env={"SLURM_JOB_ID": "78"}) == (True, "")

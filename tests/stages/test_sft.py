@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from processes import session_processes
+from schedules import linear_rates
 
 from vlrl.config import SFTConfig, load_experiment
 from vlrl.core.errors import StageError
@@ -244,22 +245,6 @@ def test_a_cli_that_does_not_stop_the_run_is_caught(
     with pytest.raises(StageError, match=r"sft.max_steps is 3 but LLaMA-Factory trained 10 steps"):
         sft.run("tiny_shapes", load_experiment("tiny_shapes", ["sft.max_steps=3"]))
     assert not list(Path("results/tiny_shapes").glob("sft*"))
-
-
-def linear_rates(learning_rate: float, planned: int, steps: int) -> list[float]:
-    """transformers' linear schedule of ``planned`` steps: the rate of each of the first
-    ``steps`` steps."""
-    import torch
-    from transformers import get_linear_schedule_with_warmup
-
-    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=learning_rate)
-    schedule = get_linear_schedule_with_warmup(optimizer, 0, planned)
-    rates = []
-    for _ in range(steps):
-        rates.append(schedule.get_last_lr()[0])
-        optimizer.step()
-        schedule.step()
-    return rates
 
 
 @pytest.fixture()
