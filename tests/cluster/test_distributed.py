@@ -10,17 +10,22 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from slurm_stand_ins import slurm_stand_in
 
 from vlrl.cluster.distributed import (
     NODE_RANK_FROM_SLURM,
     RENDEZVOUS_PORTS,
     Rendezvous,
     Topology,
+    deepspeed_env,
     llamafactory_command,
     processes_per_node,
     relayed,
+    rendezvous_for,
     rendezvous_port,
     slurm_hosts,
+    slurm_output,
+    slurm_rendezvous,
     srun_per_node,
     stage_step_command,
     topology,
@@ -335,3 +340,145 @@ def test_the_node_task_follows_the_environment_it_is_given(monkeypatch) -> None:
 def test_sft_on_one_node_finds_torchrun_beside_its_python_only() -> None:
     _, env = llamafactory_command(Topology(1, 2, 0), ["/env/bin/python", "-m", "m", "train"])
     assert env["PATH"] == "/env/bin"
+
+
+HOSTNAMES = 'printf "node7\\nnode8\\n"'
+
+
+def test_the_hosts_come_from_the_jobs_node_list_first_node_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scontrol = slurm_stand_in(tmp_path, "scontrol", HOSTNAMES, monkeypatch)
+    squeue = slurm_stand_in(tmp_path, "squeue", "exit 1", monkeypatch)
+    env = {"SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "node[7-8]"}
+    assert slurm_hosts(env) == ["node7", "node8"]
+    assert scontrol.read_text() == "show hostnames node[7-8]\n"
+    assert not squeue.exists()  # the environment said it
+
+
+def test_a_trimmed_job_step_asks_squeue_for_its_node_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snakemake's job step keeps SLURM_JOB_ID only; squeue's line ends in a newline."""
+    squeue = slurm_stand_in(tmp_path, "squeue", "echo 'node[7-8]'", monkeypatch)
+    scontrol = slurm_stand_in(tmp_path, "scontrol", HOSTNAMES, monkeypatch)
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    assert slurm_hosts() == ["node7", "node8"]  # from the process's own environment
+    assert squeue.read_text() == "-h -j 77 -o %N\n"
+    assert scontrol.read_text() == "show hostnames node[7-8]\n"
+
+
+def test_a_node_list_of_no_host_is_an_error_naming_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slurm_stand_in(tmp_path, "scontrol", "true", monkeypatch)
+    with pytest.raises(StageError) as err:
+        slurm_hosts({"SLURM_JOB_ID": "77", "SLURM_JOB_NODELIST": "x"})
+    assert str(err.value) == "Slurm job 77: no node in its node list 'x'"
+
+
+def test_outside_slurm_the_error_says_what_to_do_whole() -> None:
+    with pytest.raises(StageError) as err:
+        slurm_hosts({"SLURM_JOB_NODELIST": "node7"})
+    assert str(err.value) == (
+        "this stage spans several nodes (resources.<stage>.nodes > 1), which needs a Slurm "
+        "job: SLURM_JOB_ID is not set. Run it with `snakemake --profile profiles/slurm`, "
+        "or set nodes: 1"
+    )
+
+
+def test_a_failing_slurm_command_is_an_error_quoting_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slurm_stand_in(
+        tmp_path, "squeue", "echo 'slurm_load_jobs error: Invalid job id' >&2; exit 1", monkeypatch
+    )
+    with pytest.raises(StageError) as err:
+        slurm_output(["squeue", "-h", "-j", "77"])
+    assert str(err.value) == "`squeue -h -j 77` failed: slurm_load_jobs error: Invalid job id"
+    with pytest.raises(StageError, match=r"^`no-such-slurm-command x` failed: \[Errno 2\]"):
+        slurm_output(["no-such-slurm-command", "x"])
+
+
+def test_a_hung_slurm_command_is_given_a_minute(monkeypatch: pytest.MonkeyPatch) -> None:
+    def hangs(cmd, **kwargs):
+        raise subprocess.TimeoutExpired(cmd, kwargs["timeout"])
+
+    monkeypatch.setattr(subprocess, "run", hangs)
+    with pytest.raises(StageError) as err:
+        slurm_output(["squeue"])
+    assert str(err.value) == "`squeue` failed: Command '['squeue']' timed out after 60 seconds"
+
+
+def test_slurms_output_is_returned_as_text(tmp_path: Path, monkeypatch) -> None:
+    slurm_stand_in(tmp_path, "squeue", "echo 1:00", monkeypatch)
+    assert slurm_output(["squeue"]) == "1:00\n"
+
+
+def test_the_rendezvous_is_the_first_node_on_the_jobs_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slurm_stand_in(tmp_path, "scontrol", HOSTNAMES, monkeypatch)
+    env = {"SLURM_JOB_ID": "1234", "SLURM_JOB_NODELIST": "node[7-8]"}
+    assert slurm_rendezvous(env) == Rendezvous("node7", 21234, "1234")
+    monkeypatch.setenv("SLURM_JOB_ID", "1235")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[7-8]")
+    assert slurm_rendezvous() == Rendezvous("node7", 21235, "1235")  # the process's own
+    monkeypatch.delenv("SLURM_JOB_ID")
+    with pytest.raises(StageError, match="SLURM_JOB_ID is not set"):
+        slurm_rendezvous()
+
+
+def test_only_a_run_across_nodes_needs_a_rendezvous(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slurm_stand_in(tmp_path, "scontrol", HOSTNAMES, monkeypatch)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    one_node = topology(StageResources(gpus=8), cpu_processes=1)
+    assert rendezvous_for(one_node) is None  # outside Slurm too
+    monkeypatch.setenv("SLURM_JOB_ID", "1234")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[7-8]")
+    two_nodes = topology(StageResources(gpus=8, nodes=2), cpu_processes=1)
+    assert rendezvous_for(two_nodes) == Rendezvous("node7", 21234, "1234")
+
+
+def test_deepspeed_on_a_machine_without_cuda_takes_the_cpu_accelerator() -> None:
+    """Its op build folder is named by the environment (its folder name and a digest of its
+    absolute path), under the cache the caller's environment names."""
+    assert deepspeed_env(cuda=False, prefix="/p/.venv-sft", env={"HOME": "/h"}) == {
+        "DS_ACCELERATOR": "cpu",
+        "TORCH_EXTENSIONS_DIR": "/h/.cache/torch_extensions/.venv-sft-8af742b41c41",
+    }
+    xdg = deepspeed_env(False, prefix="/w/x/.venv/", env={"XDG_CACHE_HOME": "/c", "HOME": "/h"})
+    assert xdg == {
+        "DS_ACCELERATOR": "cpu",
+        "TORCH_EXTENSIONS_DIR": "/c/torch_extensions/.venv-849c9e55d5b2",
+    }
+
+
+def test_deepspeed_without_a_home_caches_in_the_users_home(monkeypatch) -> None:
+    monkeypatch.setenv("HOME", "/home/u")
+    assert deepspeed_env(False, prefix="/p/.venv-sft", env={})["TORCH_EXTENSIONS_DIR"] == (
+        "/home/u/.cache/torch_extensions/.venv-sft-8af742b41c41"
+    )
+
+
+def test_deepspeed_environments_get_folders_of_their_own(monkeypatch) -> None:
+    monkeypatch.chdir("/")
+    sft = deepspeed_env(False, prefix="p/.venv", env={"HOME": "/h"})["TORCH_EXTENSIONS_DIR"]
+    gpu = deepspeed_env(False, prefix="q/.venv", env={"HOME": "/h"})["TORCH_EXTENSIONS_DIR"]
+    assert sft != gpu and sft.startswith("/h/.cache/torch_extensions/.venv-")
+    # a relative prefix is named by its absolute path
+    assert (
+        sft == deepspeed_env(False, prefix="/p/.venv", env={"HOME": "/h"})["TORCH_EXTENSIONS_DIR"]
+    )
+
+
+def test_deepspeed_variables_the_caller_set_win(monkeypatch) -> None:
+    monkeypatch.delenv("DS_ACCELERATOR", raising=False)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", "/mine")
+    assert deepspeed_env(cuda=False) == {"DS_ACCELERATOR": "cpu"}  # the process's own environment
+    assert deepspeed_env(False, env={"TORCH_EXTENSIONS_DIR": "/mine"}) == {"DS_ACCELERATOR": "cpu"}
+    assert deepspeed_env(False, env={"DS_ACCELERATOR": "xpu"}) == {}
+    assert deepspeed_env(cuda=True, env={}) == {}  # DeepSpeed finds CUDA itself

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from slurm_stand_ins import slurm_stand_in
 
 from vlrl.cluster import preemption
 from vlrl.cluster.preemption import (
@@ -192,7 +193,7 @@ def test_an_accepted_requeue_is_counted_before_slurm_ends_the_job(
     on disk then (a stand-in scontrol reads it), one more at each requeue, so the cap
     (``requeue_refusal``) sees every requeue of the job."""
     checkpoints = tmp_path / "ckpt"
-    seen = _stand_in(
+    seen = slurm_stand_in(
         tmp_path,
         "scontrol",
         f"(cat {checkpoints / REQUEUES}; echo) >> {tmp_path}/seen",
@@ -227,21 +228,10 @@ def test_a_slurm_job_whose_limit_cannot_be_read_is_an_error(
 
 
 # ---------------------------------------------------------------- the decisions, one by one
-def _stand_in(tmp_path: Path, name: str, script: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A Slurm command ``name`` on PATH running ``script``; returns the file its argv goes to."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    argv = tmp_path / f"{name}.argv"
-    (bin_dir / name).write_text(f'#!/bin/sh\necho "$*" >> {argv}\n{script}\n')
-    (bin_dir / name).chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return argv
-
-
 def test_the_time_left_is_asked_of_squeue_for_this_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    argv = _stand_in(tmp_path, "squeue", "echo 1:00:00", monkeypatch)
+    argv = slurm_stand_in(tmp_path, "squeue", "echo 1:00:00", monkeypatch)
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
     assert preemption.job_seconds_left() == 3600.0  # from the process's own environment
     assert argv.read_text().split() == ["-h", "-j", "4242", "-o", "%L"]
@@ -292,7 +282,7 @@ def test_a_refusal_names_the_last_start_and_says_what_to_do() -> None:
 def test_a_refused_requeue_without_checkpoints_counts_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _stand_in(tmp_path, "scontrol", "echo refused >&2; exit 1", monkeypatch)
+    slurm_stand_in(tmp_path, "scontrol", "echo refused >&2; exit 1", monkeypatch)
     requeued, why = requeue_job(None, env={"SLURM_JOB_ID": "9"})
     assert not requeued and why.startswith("Slurm refused to requeue job 9 (")
     assert "refused" in why

@@ -153,6 +153,22 @@ def test_another_ranks_signal_stops_this_one_too(clock: Clock, monkeypatch) -> N
     assert stopper.stopped_by == "on a stop signal to another process"
 
 
+def test_a_signal_during_the_all_reduce_is_this_ranks_own(clock: Clock, monkeypatch) -> None:
+    """The relay signals every rank at once; one that got it while it waited for a faster peer
+    in the all-reduce stopped on it, not only on its peer's decision."""
+    received: list[str] = []
+
+    def peer_signalled_meanwhile(want: int, device) -> int:
+        received.append("SIGURG")
+        return 2  # _SIGNAL
+
+    monkeypatch.setattr(timelimit, "stop_requested", lambda: received[0] if received else None)
+    monkeypatch.setattr(timelimit, "_agree", peer_signalled_meanwhile)
+    stopper = StopBeforeLimit(stop_at=None)
+    assert _steps(stopper, clock, [1.0] * 3) == 1
+    assert stopper.stopped_by == "on SIGURG"
+
+
 PEER = """
 import sys
 from datetime import timedelta

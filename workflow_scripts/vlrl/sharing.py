@@ -96,7 +96,7 @@ def _inputs(stage: str, tree: dict[str, Any], checkpoint: str | None, bench: str
         # A benchmark may be a split of the experiment's data (loader experiment_split); counted
         # for every benchmark, which at worst shares less, and keeps this module below the
         # benchmark registry (that reads its items through data_dir() here).
-        return [*model[checkpoint or "base"], ("data", None, None)]
+        return [*model[checkpoint], ("data", None, None)]
     if stage == "score":
         return [("infer", checkpoint, bench)]
     raise ValueError(f"stage {stage!r} is not one of {SHARED_STAGES}")

@@ -186,8 +186,9 @@ def slurm_output(cmd: list[str]) -> str:
 def slurm_rendezvous(env: Mapping[str, str] | None = None) -> Rendezvous:
     """The rendezvous of the Slurm job this process runs in (see :func:`slurm_hosts`)."""
     env = os.environ if env is None else env
-    job = env.get("SLURM_JOB_ID", "")
-    return Rendezvous(slurm_hosts(env)[0], rendezvous_port(job) if job else 0, job)
+    first = slurm_hosts(env)[0]  # refuses a process outside a Slurm job
+    job = env["SLURM_JOB_ID"]
+    return Rendezvous(first, rendezvous_port(job), job)
 
 
 def rendezvous_for(topo: Topology) -> Rendezvous | None:

@@ -80,6 +80,8 @@ class StopBeforeLimit(TrainerCallback):
         if why == _NONE:
             return control
         if why == _SIGNAL:
+            # a signal that arrived while this rank waited in the all-reduce reached it too
+            signalled = stop_requested()
             self.stopped_by = f"on {signalled or 'a stop signal to another process'}"
         else:
             self.stopped_by = "before the job's time limit"
