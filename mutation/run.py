@@ -46,6 +46,23 @@ TARGETS: dict[str, list[str]] = {
     "preemption": ["vlrl/cluster/preemption.py", "vlrl/cluster/timelimit.py"],
     "distributed": ["vlrl/cluster/distributed.py"],
     "sharing": ["vlrl/sharing.py"],
+    "cores": ["vlrl/workflow/cores.py"],
+    "server_gpus": ["vlrl/serving/gpus.py"],
+    "launch": ["vlrl/cluster/launch.py", "vlrl/cluster/relay.py"],
+    "workflow": [
+        f"vlrl/workflow/{name}.py"
+        for name in (
+            "preview",
+            "handover",
+            "resolve",
+            "dvc_export",
+            "cost",
+            "cost_model",
+            "plan",
+            "plan_text",
+        )
+    ],
+    "endpoints": ["vlrl/endpoints/*"],
 }
 TESTS: dict[str, list[str]] = {
     "rewards": ["tests/rewards"],
@@ -70,6 +87,25 @@ TESTS: dict[str, list[str]] = {
     "preemption": ["tests/cluster/test_preemption.py", "tests/cluster/test_timelimit.py"],
     "distributed": ["tests/cluster/test_distributed.py", "tests/cluster/test_container.py"],
     "sharing": ["tests/test_sharing.py"],
+    "cores": ["tests/workflow/test_cores.py"],
+    "server_gpus": ["tests/serving/test_gpus.py", "tests/algorithms/test_grpo_servers.py"],
+    "launch": ["tests/cluster/test_launch.py", "tests/cluster/test_relay.py"],
+    "workflow": [
+        "tests/workflow/test_preview.py",
+        "tests/workflow/test_resolve.py",
+        "tests/workflow/test_dvc_export.py",
+        "tests/workflow/test_cost.py",
+        "tests/workflow/test_plan.py",
+        "tests/workflow/test_paper_recipes.py",
+        "tests/workflow/test_handover.py",
+    ],
+    "endpoints": [
+        "tests/endpoints",
+        "tests/test_endpoints.py",
+        "tests/generation/test_openai.py",
+        "tests/scoring/test_judge_client.py",
+        "tests/serving/test_server_identity.py",
+    ],
 }
 # Pipeline tests (training, whole DAGs) are too slow to run per mutant; unit tests cover these
 # modules.
@@ -78,7 +114,7 @@ PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not slow", "-o", "addopts=", "-q
 PER_TEST_TIMEOUT_S = 60
 
 # Checkout files the tests read, linked into the workspace.
-LINKED = ["params.yaml", "Snakefile", "config", "rules", "envs", "profiles"]
+LINKED = ["params.yaml", "Snakefile", "config", "rules", "envs", "profiles", "dvc.yaml", "dvc.lock"]
 
 STATUS_LINE = re.compile(r"^\s+(?P<name>\S+__mutmut_\d+): (?P<status>.+)$")
 

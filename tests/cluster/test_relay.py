@@ -6,15 +6,25 @@ tests/pipeline/test_slurm_preemption.py."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from vlrl.cluster.relay import RELAYED_ENV, descendants
+from vlrl.cluster.relay import (
+    RELAYED_ENV,
+    STOP_SIGNALS,
+    descendants,
+    main,
+    relay,
+    run_in_step,
+    signal_descendants,
+)
 
 # A process that records the signals it gets; "--spawn" starts another in a new session (as
 # torchrun starts its ranks) and "--launcher" makes it ignore nothing (torchrun: SIGURG's
@@ -28,6 +38,7 @@ def record(signum, frame):
         f.write(json.dumps(got) + "\n")
 for sig in (signal.SIGURG, signal.SIGUSR1, signal.SIGTERM):
     signal.signal(sig, record)
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job's parent ignores it
 if rest:
     subprocess.Popen([sys.executable, __file__, log, *rest], start_new_session=True)
 open(log + "." + name, "w").close()
@@ -119,3 +130,276 @@ def test_the_stage_outside_its_step_ignores_stop_signals_and_returns_the_steps_s
     assert subprocess.run([sys.executable, "-c", code, step]).returncode == 5
     killed = "import os; os.kill(os.getpid(), 9)"
     assert subprocess.run([sys.executable, "-c", code, killed]).returncode == 137
+
+
+# In this process (as mutation testing needs: it credits only code the test process runs), with
+# the signals this process gets; pytest-timeout's SIGALRM would clash with the relay's.
+IN_PROCESS = pytest.mark.timeout(120, method="thread")
+
+
+@pytest.fixture()
+def own_handlers():
+    """The relay installs handlers for the stop signals, SIGINT and SIGALRM: put them back."""
+    signals = (*STOP_SIGNALS, signal.SIGINT, signal.SIGALRM)
+    saved = {sig: signal.getsignal(sig) for sig in signals}
+    yield
+    signal.alarm(0)
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+def _relay_here(tmp_path: Path, names: list[str], grace_s: float, then) -> tuple[int, float]:
+    """relay() of probes ``names`` in this process while ``then(log)`` runs beside, once every
+    probe is up; returns the relay's status and the time it ran."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    log = tmp_path / "signals.jsonl"
+    log.touch()
+
+    def beside() -> None:
+        deadline = time.monotonic() + 30
+        while not all((tmp_path / f"signals.jsonl.{n}").exists() for n in names):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        try:
+            then(tmp_path)
+        finally:
+            for pid in descendants():
+                os.kill(pid, signal.SIGKILL)  # the probes sleep on; Slurm's SIGKILL, here ours
+
+    thread = threading.Thread(target=beside)
+    thread.start()
+    started = time.monotonic()
+    try:
+        status = relay([sys.executable, str(probe), str(log), *names], grace_s)
+    finally:
+        thread.join()
+    return status, time.monotonic() - started
+
+
+@IN_PROCESS
+@pytest.mark.parametrize("sig", [signal.SIGURG, signal.SIGUSR1])
+def test_the_relay_here_turns_a_stop_signal_into_sigurg_for_every_process(
+    tmp_path: Path, own_handlers, capfd, sig: signal.Signals
+) -> None:
+    def stop(root: Path) -> None:
+        os.kill(os.getpid(), sig)
+        _signals(root, 2)
+
+    status, _ = _relay_here(tmp_path, ["stage", "rank0"], 100, stop)
+    assert status == 128 + signal.SIGKILL
+    assert _signals(tmp_path, 2) == [["rank0", "SIGURG", "1"], ["stage", "SIGURG", "1"]]
+    assert f"relay: {sig.name}: asked 2 processes to stop (SIGURG)\n" in capfd.readouterr().err
+
+
+@IN_PROCESS
+def test_the_relay_here_passes_sigterm_on_at_the_end_of_its_grace(
+    tmp_path: Path, own_handlers, capfd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    times: dict[str, float] = {}
+
+    def terminate(root: Path) -> None:
+        times["sent"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGTERM)
+        _signals(root, 2)
+        times["passed on"] = time.monotonic()
+
+    alarms: list[int] = []
+    alarm = signal.alarm
+    monkeypatch.setattr(signal, "alarm", lambda seconds: alarms.append(seconds) or alarm(seconds))
+    status, _ = _relay_here(tmp_path, ["stage"], 2, terminate)
+    assert _signals(tmp_path, 2) == [["stage", "SIGTERM", "1"], ["stage", "SIGURG", "1"]]
+    assert 1.5 < times["passed on"] - times["sent"] < 10  # after the grace, not at once
+    assert alarms == [2]
+    assert status == 128 + signal.SIGKILL
+    assert "relay: SIGTERM: asked 1 processes to stop (SIGURG)\n" in capfd.readouterr().err
+
+
+@IN_PROCESS
+def test_a_grace_under_a_second_is_a_second_and_may_outlive_the_command(
+    own_handlers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``signal.alarm`` counts whole seconds (0 would cancel it); a command that stops on its
+    own within the grace leaves an alarm that finds nothing to end, which is no error."""
+    alarms: list[int] = []
+    alarm = signal.alarm
+    monkeypatch.setattr(signal, "alarm", lambda seconds: alarms.append(seconds) or alarm(seconds))
+    stops = "import os, signal, time; signal.signal(signal.SIGURG, lambda *a: os._exit(3)); "
+    stops += "time.sleep(0.5); os.kill(os.getppid(), signal.SIGTERM); time.sleep(30)"
+    assert relay([sys.executable, "-c", stops], grace_s=0.4) == 3
+    assert alarms == [1]
+    time.sleep(1.5)  # the alarm goes off here, after the command ended
+
+
+@IN_PROCESS
+def test_a_second_sigterm_is_passed_on_at_once(tmp_path: Path, own_handlers) -> None:
+    times: dict[str, float] = {}
+
+    def terminate_twice(root: Path) -> None:
+        times["sent"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGTERM)
+        _signals(root, 1)  # the first one's SIGURG
+        os.kill(os.getpid(), signal.SIGTERM)
+        _signals(root, 3)
+        times["passed on"] = time.monotonic()
+
+    _relay_here(tmp_path, ["stage"], 100, terminate_twice)
+    assert _signals(tmp_path, 3) == [
+        ["stage", "SIGTERM", "1"], ["stage", "SIGURG", "1"], ["stage", "SIGURG", "1"],
+    ]  # fmt: skip
+    assert times["passed on"] - times["sent"] < 10  # long before the grace of 100 s
+
+
+@IN_PROCESS
+def test_ctrl_c_reaches_the_command(tmp_path: Path, own_handlers) -> None:
+    """SIGINT is passed on to the command (the probe does not catch it: it ends, as a stage
+    interrupted at the terminal does)."""
+
+    def interrupt(root: Path) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        deadline = time.monotonic() + 10
+        while descendants() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    status, _ = _relay_here(tmp_path, ["stage"], 100, interrupt)
+    assert status == 128 + signal.SIGINT  # Python ends on an uncaught KeyboardInterrupt so
+
+
+@IN_PROCESS
+def test_the_relay_here_marks_the_command_relayed_by_its_step(
+    tmp_path: Path, own_handlers, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
+    monkeypatch.setenv("SLURM_STEP_ID", "3")
+    show = f"import os; print(os.environ['{RELAYED_ENV}'])"
+    assert relay([sys.executable, "-c", show]) == 0
+    assert capfd.readouterr().out == "3\n"
+    assert relay([sys.executable, "-c", "raise SystemExit(7)"]) == 7
+    with pytest.raises(SystemExit) as usage:
+        relay([])
+    assert usage.value.code == "usage: python -m vlrl.cluster.relay CMD [ARGS...]"
+
+
+@IN_PROCESS
+def test_main_runs_what_follows_the_double_dash(own_handlers, capfd) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--", sys.executable, "-c", "print('ran'); raise SystemExit(4)"])
+    assert (done.value.code, capfd.readouterr().out) == (4, "ran\n")
+    with pytest.raises(SystemExit) as done:
+        main([sys.executable, "-c", "raise SystemExit(0)"])
+    assert done.value.code == 0
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        monkeypatch.setattr(sys, "argv", ["relay", sys.executable, "-c", "raise SystemExit(6)"])
+        with pytest.raises(SystemExit) as done:
+            main()
+        assert done.value.code == 6
+    finally:
+        monkeypatch.undo()
+
+
+@IN_PROCESS
+def test_the_stage_outside_its_step_here(own_handlers) -> None:
+    step = "import os; [os.kill(os.getppid(), s) for s in (10, 15, 23)]; raise SystemExit(5)"
+    assert run_in_step([sys.executable, "-c", step]) == 5
+    assert run_in_step([sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"]) == 137
+    assert run_in_step([sys.executable, "-c", "pass"]) == 0
+
+
+def test_signals_reach_every_descendant_and_say_which(tmp_path: Path) -> None:
+    children = [
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"]) for _ in range(2)
+    ]
+    try:
+        assert sorted(signal_descendants(signal.SIGKILL)) == sorted(c.pid for c in children)
+        assert [c.wait(timeout=10) for c in children] == [-signal.SIGKILL] * 2
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+
+
+def test_signals_reach_the_descendants_of_the_process_given(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    parent = (
+        "import subprocess, sys, time; "
+        "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+        f"open({str(pid_file)!r}, 'w').write(str(g.pid)); time.sleep(300)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", parent])
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert signal_descendants(signal.SIGKILL, child.pid) == [int(pid_file.read_text())]
+        assert child.poll() is None  # not itself
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.parametrize("error", [ProcessLookupError, PermissionError])
+def test_a_descendant_gone_or_not_ours_by_the_signal_is_not_counted(
+    monkeypatch: pytest.MonkeyPatch, error: type[OSError]
+) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+
+        def fails(pid: int, sig: int) -> None:
+            raise error(pid)
+
+        monkeypatch.setattr(os, "kill", fails)
+        assert signal_descendants(signal.SIGURG) == []
+    finally:
+        monkeypatch.undo()
+        child.kill()
+        child.wait()
+
+
+def test_descendants_skip_zombies_and_processes_gone_meanwhile(monkeypatch) -> None:
+    """This process's by default; a child that exited but is not yet reaped is dead already."""
+    from vlrl.cluster import relay as relay_module
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while (relay_module.stat_fields(exited.pid) or ["Z"])[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert descendants() == [sleeper.pid]
+        read = relay_module.stat_fields
+        monkeypatch.setattr(
+            relay_module, "stat_fields", lambda pid: None if int(pid) == sleeper.pid else read(pid)
+        )
+        assert descendants() == []  # its /proc entry went away while the list was read
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        exited.wait()
+
+
+def test_descendants_go_down_every_branch(tmp_path: Path) -> None:
+    """Children first, then theirs: a later child's own children too, not only the first's."""
+    pid_file = tmp_path / "grandchild.pid"
+    parent = (
+        "import subprocess, sys, time; "
+        "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+        f"open({str(pid_file)!r}, 'w').write(str(g.pid)); time.sleep(300)"
+    )
+    first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    second = subprocess.Popen([sys.executable, "-c", parent])
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        grandchild = int(pid_file.read_text())
+        assert descendants() == [*sorted([first.pid, second.pid]), grandchild]
+        assert descendants(second.pid) == [grandchild]
+    finally:
+        for pid in descendants():
+            os.kill(pid, signal.SIGKILL)
+        first.wait()
+        second.wait()

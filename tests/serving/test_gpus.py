@@ -101,3 +101,48 @@ def test_serve_gpus_is_bounded_and_checked_against_the_gpus_given(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     with pytest.raises(ConfigError, match="reserve 4 GPUs"):
         server_devices(judge.serve, "judge", None)
+
+
+def test_every_gpu_refusal_says_what_was_asked_whole():
+    with pytest.raises(ConfigError) as err:
+        split_devices([], {"judge": 1, "shared": 0, "grpo.vllm_server": 2})
+    assert str(err.value) == (
+        "the stage's servers reserve 3 GPUs (judge: 1, grpo.vllm_server: 2) but it sees 0 "
+        "(none), which leaves none for training; give the stage more GPUs "
+        "(resources.<stage>.gpus) or its servers fewer (serve.gpus)"
+    )
+    with pytest.raises(ConfigError) as err:
+        stage_split(StageResources(gpus=4, nodes=2), {"grpo.vllm_server": 1}, {})
+    assert str(err.value) == (
+        "grpo.vllm_server: reserves GPUs for a server, but the stage spans 2 nodes; a managed "
+        "server runs on 127.0.0.1 of the first node, which the other nodes' ranks cannot "
+        "reach: use one node, or give the server's base_url"
+    )
+    with pytest.raises(ConfigError) as err:
+        server_devices(ServeConfig(model="m", gpus=2), "judge", [])
+    assert str(err.value) == "judge: serve.gpus is 2, but it was given 0 GPUs (none)"
+    with pytest.raises(ConfigError) as err:
+        server_devices(ServeConfig(model="m", gpus=2), "judge", ["1", "2", "3"])
+    assert str(err.value) == "judge: serve.gpus is 2, but it was given 3 GPUs (1,2,3)"
+
+
+def test_a_vllm_server_sharing_the_one_gpu_of_a_stage_must_name_its_share():
+    with pytest.raises(ConfigError, match=r"rm\.serve: a vllm server sharing"):
+        stage_split(StageResources(gpus=1), {"rm": _rm()}, {})
+
+
+def test_without_a_gpu_count_every_visible_gpu_counts(monkeypatch):
+    """``count`` None (a server started on its own): every CUDA_VISIBLE_DEVICES entry, else as
+    many as torch sees, else none."""
+    import sys
+
+    import torch
+
+    assert visible_devices(None, {"CUDA_VISIBLE_DEVICES": "4,5"}) == ["4", "5"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    assert visible_devices(None, {}) == ["0", "1", "2"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert visible_devices(None, {}) == []
+    monkeypatch.setitem(sys.modules, "torch", None)  # no torch in this environment
+    assert visible_devices(None, {}) == []

@@ -130,3 +130,32 @@ def test_a_slurm_run_of_an_unsized_experiment_stops_before_submitting(tmp_path: 
     assert f"experiment {SLURM_RECIPE}: no core count for the grpo job(s)" in log, log
     assert "resources.grpo.cpus" in log
     assert "submitted" not in log and "sbatch" not in log, log
+
+
+def test_each_stage_counts_the_processes_of_its_own_kind() -> None:
+    """SFT and GRPO sized differently (ranks per GPU, less a server's GPUs, or CPU processes);
+    inference's generating workers; one process for the rest."""
+    cfg = _with("tiny_shapes", 1, sft=StageResources(gpus=4), grpo=StageResources(gpus=8))
+    grpo = cfg.grpo.model_copy(update={"use_vllm": True, "vllm_mode": "server"})
+    cfg = cfg.model_copy(update={"grpo": grpo})
+    assert cfg.grpo.server_gpus == 1
+    assert cores.processes(cfg, "sft") == 4
+    assert cores.processes(cfg, "grpo") == 7  # the TRL vLLM server takes the last GPU
+    assert cores.processes(cfg, "infer") == cfg.infer.workers == 2
+    assert [cores.processes(cfg, stage) for stage in ("data", "merge", "score")] == [1, 1, 1]
+    on_cpu = load_experiment("tiny_shapes").model_copy(
+        update={"infer": cfg.infer.model_copy(update={"workers": 3})}
+    )
+    assert (cores.processes(on_cpu, "sft"), cores.processes(on_cpu, "infer")) == (2, 3)
+
+
+def test_the_unsized_message_names_every_key_whole() -> None:
+    cfg = _with("tiny_shapes", None)
+    with pytest.raises(ConfigError) as err:
+        cores.require_core_counts("tiny_shapes", cfg.model_copy(update={"benchmarks": []}), None)
+    assert str(err.value) == (
+        "experiment tiny_shapes: no core count for the sft/grpo job(s): this run sets no "
+        "--cores (the Slurm profile leaves the cores to the cluster), and the experiment sets "
+        "neither resources.sft.cpus, resources.grpo.cpus (the CPUs of each node of the job) nor "
+        "cpu_threads (threads per process). Set resources.sft.cpus, or run with --cores N"
+    )

@@ -15,10 +15,9 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import IO
 
-from vlrl.cluster.relay import descendants
+from vlrl.cluster.relay import descendants, stat_fields
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +73,8 @@ def _group(pid: int) -> int | None:
 
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def _alive_group(pgid: int) -> bool:

@@ -46,6 +46,18 @@ after which the relay passes SIGTERM on (Slurm kills a job KillWait seconds, oft
 its SIGTERM anyway)."""
 
 
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name: the state (``Z``: a zombie,
+    dead but not yet reaped), then the parent's pid, …; None once ``pid`` is gone. The name is
+    in parentheses and may hold any character, ``)`` and spaces too, so it ends at the last
+    ``)``."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def descendants(pid: int | None = None) -> list[int]:
     """Every living descendant of ``pid`` (this process by default), children first, across
     sessions and process groups (read from ``/proc``: the relay may run in a Python without
@@ -54,12 +66,8 @@ def descendants(pid: int | None = None) -> list[int]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if fields[0] != "Z":  # a zombie is dead already
+        fields = stat_fields(entry.name)
+        if fields is not None and fields[0] != "Z":  # gone meanwhile, or a zombie: dead already
             children.setdefault(int(fields[1]), []).append(int(entry.name))
     found, queue = [], [os.getpid() if pid is None else pid]
     while queue:
@@ -89,8 +97,8 @@ def relay(cmd: Sequence[str], grace_s: float = TERM_GRACE_S) -> int:
     child = subprocess.Popen(list(cmd), env=env)
     terms = 0
 
-    def on_alarm(signum, frame):
-        with contextlib.suppress(ProcessLookupError):
+    def pass_sigterm_on(*signal_args):
+        with contextlib.suppress(ProcessLookupError):  # the command ended meanwhile
             os.kill(child.pid, signal.SIGTERM)
 
     def on_stop(signum, frame):
@@ -101,9 +109,9 @@ def relay(cmd: Sequence[str], grace_s: float = TERM_GRACE_S) -> int:
         if signum == signal.SIGTERM:
             terms += 1
             if terms > 1:
-                on_alarm(signum, frame)
+                pass_sigterm_on()
             else:
-                signal.signal(signal.SIGALRM, on_alarm)
+                signal.signal(signal.SIGALRM, pass_sigterm_on)
                 signal.alarm(max(1, int(grace_s)))
 
     for sig in STOP_SIGNALS:

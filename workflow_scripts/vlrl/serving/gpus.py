@@ -70,7 +70,7 @@ def visible_devices(
     listed = environ.get("CUDA_VISIBLE_DEVICES")
     if listed is not None:
         devices = [d.strip() for d in listed.split(",") if d.strip()]
-        return devices if count is None else devices[:count]
+        return devices[:count]  # count None: all of them
     if count is None:
         try:
             import torch

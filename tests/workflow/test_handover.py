@@ -1,0 +1,131 @@
+"""Keeping DVC's books in step with Snakemake's (vlrl.workflow.handover), with the real dvc on a
+scratch DVC project; the whole loop on the default, both tools at rest after every documented
+workflow, is tests/pipeline/test_handover.py."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from vlrl.core.errors import VlrlError
+from vlrl.workflow import handover
+
+PARAMS = [f"results/tiny_shapes/params/{s}.yaml" for s in ("data", "sft", "grpo")]
+
+
+def _dvc_project(project: Path, stages: dict) -> Path:
+    """``project`` (the scratch copy of config/ and params.yaml) made a DVC project whose
+    dvc.yaml has ``resolve`` and ``stages``."""
+    subprocess.run([handover.dvc_executable(), "init", "--no-scm", "-q"], cwd=project, check=True)
+    resolve = {"cmd": "vlrl resolve", "outs": [{p: {"cache": False}} for p in PARAMS]}
+    (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"resolve": resolve, **stages}}))
+    return project
+
+
+def _job(rule: str, exp: str, inputs: list[str], outputs: list[str]) -> SimpleNamespace:
+    """A Snakemake job as the Snakefile's onsuccess handler gets it."""
+    return SimpleNamespace(
+        rule=SimpleNamespace(name=rule), wildcards_dict={"exp": exp}, input=inputs, output=outputs
+    )
+
+
+def _locked(root: Path) -> dict:
+    return yaml.safe_load((root / "dvc.lock").read_text())["stages"]
+
+
+def test_the_runs_stages_are_recorded_in_dvc_lock_without_touching_a_file(
+    project: Path, caplog
+) -> None:
+    stage = {"cmd": "make y", "deps": ["x"], "outs": [{"y": {}}], "metrics": [{"m.json": {}}]}
+    root = _dvc_project(project, {"make--e": stage})
+    for name, text in (("x", "in\n"), ("y", "out\n"), ("m.json", "{}\n")):
+        (root / name).write_text(text)
+    before = (root / "y").stat().st_mtime_ns
+    jobs = [_job("make", "e", ["x"], ["y", "m.json"]), _job("all", "e", ["y"], [])]
+    with caplog.at_level(logging.INFO, logger="vlrl.workflow.handover"):
+        assert handover.after_snakemake(jobs, root) == ["resolve", "make--e"]
+    locked = _locked(root)
+    assert set(locked) == {"resolve", "make--e"}
+    assert [out["path"] for out in locked["make--e"]["outs"]] == ["m.json", "y"]
+    assert [dep["path"] for dep in locked["make--e"]["deps"]] == ["x"]
+    assert (root / "y").stat().st_mtime_ns == before  # --no-relink: the output left alone
+    assert all((root / p).is_file() for p in PARAMS)  # the resolved configs written first
+    assert caplog.messages[-1] == "handover: recorded 2 stages in dvc.lock"
+
+
+def test_stages_dvc_yaml_lacks_are_named_and_left_out(project: Path, caplog) -> None:
+    root = _dvc_project(project, {})
+    with caplog.at_level(logging.WARNING, logger="vlrl.workflow.handover"):
+        assert handover.to_dvc(["ghost", "resolve", "ghost"], root) == ["resolve", "resolve"]
+    assert caplog.messages == [
+        "handover: dvc.yaml has no stage ['ghost'] (an experiment given with --config, not in "
+        "params.yaml; else run `vlrl dvc-yaml`); DVC does not track them"
+    ]
+    assert set(_locked(root)) == {"resolve"}
+
+
+def test_outside_a_dvc_project_nothing_is_recorded(project: Path, caplog) -> None:
+    with caplog.at_level(logging.INFO, logger="vlrl.workflow.handover"):
+        assert handover.after_snakemake([_job("make", "e", [], ["y"])], project) == []
+        assert handover.to_dvc(["make--e"], project) == []
+    assert caplog.messages == [f"handover: {project} is not a DVC project; nothing to record"] * 2
+    (project / "dvc.yaml").write_text("stages: {}\n")  # a dvc.yaml alone is no DVC project
+    assert handover.to_dvc(["make--e"]) == []  # the project root by default
+    assert not (project / "dvc.lock").exists()
+
+
+def test_a_stale_dvc_yaml_is_regenerated_first_and_its_failure_is_an_error(
+    project: Path, caplog
+) -> None:
+    """A job dvc.yaml does not describe (here it cannot be regenerated: the scratch project has
+    no Snakefile) makes the handover run `vlrl dvc-yaml`, whose failure names it."""
+    root = _dvc_project(project, {"make--e": {"cmd": "make y", "deps": ["x"], "outs": [{"y": {}}]}})
+    jobs = [_job("make", "e", ["x", "new.py"], ["y"])]
+    with (
+        caplog.at_level(logging.WARNING, logger="vlrl.workflow.handover"),
+        pytest.raises(VlrlError) as err,
+    ):
+        handover.after_snakemake(jobs, root)
+    assert str(err.value) == (
+        "handover: vlrl dvc-yaml failed (2):\n"
+        f"error: {root}/Snakefile: no Snakefile; run from the project root or set VLRL_ROOT\n"
+    )
+    assert caplog.messages == [
+        "handover: dvc.yaml does not describe ['make--e']: running `vlrl dvc-yaml`"
+    ]
+    assert not (root / "dvc.lock").exists()
+
+
+def test_a_stage_is_stale_when_its_deps_or_outs_differ(tmp_path: Path) -> None:
+    (tmp_path / "dvc.yaml").write_text(
+        yaml.safe_dump(
+            {"stages": {"a": {"deps": ["x"], "outs": [{"y": {}}], "metrics": [{"m": {}}]}}}
+        )
+    )
+    assert handover.stale_stages({"a": ({"x"}, {"y", "m"})}, tmp_path) == []
+    assert handover.stale_stages({"a": ({"x"}, {"y"})}, tmp_path) == ["a"]  # the metrics too
+    assert handover.stale_stages({"a": (set(), {"y", "m"})}, tmp_path) == ["a"]
+    assert handover.stale_stages({"b": (set(), set())}, tmp_path) == ["b"]
+    (tmp_path / "dvc.yaml").write_text("")
+    assert handover.stale_stages({"a": ({"x"}, {"y", "m"})}, tmp_path) == ["a"]
+
+
+def test_dvc_is_the_one_beside_the_python_else_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sys, "executable", str(venv / "python"))
+    monkeypatch.setattr(handover.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert handover.dvc_executable() == "/usr/bin/dvc"
+    (venv / "dvc").write_text("")
+    assert handover.dvc_executable() == str(venv / "dvc")
+    (venv / "dvc").unlink()
+    monkeypatch.setattr(handover.shutil, "which", lambda name: None)
+    assert handover.dvc_executable() == "dvc"
