@@ -174,3 +174,64 @@ def test_a_limit_below_one_is_refused():
 
     with pytest.raises(ValueError, match="at least 1"):
         asyncio.run(scenario())
+
+
+def test_a_waiter_granted_its_slot_and_cancelled_before_it_resumed_gives_it_back():
+    """The grant ran (the slot is the waiter's, its future has its result), then the task was
+    cancelled before it resumed: it must release the slot it was given."""
+
+    async def scenario():
+        bound = InFlightBound()
+        async with bound.slot(1):
+            waiter = asyncio.create_task(bound._acquire(1))
+            await asyncio.sleep(0)  # queued
+        await asyncio.sleep(0)  # the release's grant runs: the waiter holds the slot, not yet told
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        return bound.held
+
+    assert asyncio.run(scenario()) == 0
+
+
+def test_a_cancelled_waiter_leaves_the_queue_at_once():
+    """Cancelled while queued, it takes no slot when the holder releases: the slot is free at
+    once, not counted for it until its loop's next turn."""
+
+    async def scenario():
+        bound = InFlightBound()
+        async with bound.slot(1):
+            waiter = asyncio.create_task(bound._acquire(1))
+            await asyncio.sleep(0)  # queued
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+        return bound.held  # right after the release, before any other turn
+
+    assert asyncio.run(scenario()) == 0
+
+
+def test_an_endpoint_without_a_url_says_its_server_is_not_started():
+    with pytest.raises(ValueError) as err:
+        endpoint_bound(EndpointConfig(serve={"model": "x"}))
+    assert str(err.value) == (
+        "endpoint_bound: the endpoint has no base_url (its server is not started)"
+    )
+    assert endpoint_bound(cfg("http://h:8000/v1//")) is endpoint_bound(cfg("http://h:8000/v1"))
+
+
+def test_a_forked_child_starts_with_no_request_in_flight():
+    from vlrl.endpoints import bound as bound_module
+
+    endpoint_bound(cfg("http://h:8000/v1"))
+    with bound_module._BOUNDS_LOCK:  # held at the fork
+        bound_module._forget_after_fork()
+    assert bound_module._BOUNDS == {}
+    assert bound_module._BOUNDS_LOCK.acquire(blocking=False)  # a lock of its own, free
+    bound_module._BOUNDS_LOCK.release()
+
+
+def test_only_the_trailing_slash_is_taken_off_a_bounds_url():
+    assert endpoint_bound(cfg("http://h:8000/apiX/")) is not endpoint_bound(
+        cfg("http://h:8000/api")
+    )
