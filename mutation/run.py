@@ -97,7 +97,7 @@ TESTS: dict[str, list[str]] = {
         "tests/workflow/test_cost.py",
         "tests/workflow/test_plan.py",
         "tests/workflow/test_paper_recipes.py",
-        "tests/workflow/test_handover.py",
+        "tests/workflow/test_handover_records.py",
     ],
     "endpoints": [
         "tests/endpoints",

@@ -148,9 +148,11 @@ def own_handlers():
         signal.signal(sig, handler)
 
 
-def _relay_here(tmp_path: Path, names: list[str], grace_s: float, then) -> tuple[int, float]:
+def _relay_here(tmp_path: Path, names: list[str], grace_s: float, then) -> tuple[int, int]:
     """relay() of probes ``names`` in this process while ``then(log)`` runs beside, once every
-    probe is up; returns the relay's status and the time it ran."""
+    probe is up; returns the relay's status and how many other descendants this process had
+    (the servers of session fixtures: the relay asks them to stop too, which they ignore)."""
+    others = set(descendants())
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     log = tmp_path / "signals.jsonl"
@@ -165,17 +167,16 @@ def _relay_here(tmp_path: Path, names: list[str], grace_s: float, then) -> tuple
         try:
             then(tmp_path)
         finally:
-            for pid in descendants():
+            for pid in set(descendants()) - others:
                 os.kill(pid, signal.SIGKILL)  # the probes sleep on; Slurm's SIGKILL, here ours
 
     thread = threading.Thread(target=beside)
     thread.start()
-    started = time.monotonic()
     try:
         status = relay([sys.executable, str(probe), str(log), *names], grace_s)
     finally:
         thread.join()
-    return status, time.monotonic() - started
+    return status, len(others)
 
 
 @IN_PROCESS
@@ -187,10 +188,11 @@ def test_the_relay_here_turns_a_stop_signal_into_sigurg_for_every_process(
         os.kill(os.getpid(), sig)
         _signals(root, 2)
 
-    status, _ = _relay_here(tmp_path, ["stage", "rank0"], 100, stop)
+    status, others = _relay_here(tmp_path, ["stage", "rank0"], 100, stop)
     assert status == 128 + signal.SIGKILL
     assert _signals(tmp_path, 2) == [["rank0", "SIGURG", "1"], ["stage", "SIGURG", "1"]]
-    assert f"relay: {sig.name}: asked 2 processes to stop (SIGURG)\n" in capfd.readouterr().err
+    asked = f"relay: {sig.name}: asked {2 + others} processes to stop (SIGURG)\n"
+    assert asked in capfd.readouterr().err
 
 
 @IN_PROCESS
@@ -208,12 +210,13 @@ def test_the_relay_here_passes_sigterm_on_at_the_end_of_its_grace(
     alarms: list[int] = []
     alarm = signal.alarm
     monkeypatch.setattr(signal, "alarm", lambda seconds: alarms.append(seconds) or alarm(seconds))
-    status, _ = _relay_here(tmp_path, ["stage"], 2, terminate)
+    status, others = _relay_here(tmp_path, ["stage"], 2, terminate)
     assert _signals(tmp_path, 2) == [["stage", "SIGTERM", "1"], ["stage", "SIGURG", "1"]]
     assert 1.5 < times["passed on"] - times["sent"] < 10  # after the grace, not at once
     assert alarms == [2]
     assert status == 128 + signal.SIGKILL
-    assert "relay: SIGTERM: asked 1 processes to stop (SIGURG)\n" in capfd.readouterr().err
+    asked = f"relay: SIGTERM: asked {1 + others} processes to stop (SIGURG)\n"
+    assert asked in capfd.readouterr().err
 
 
 @IN_PROCESS
@@ -256,10 +259,12 @@ def test_ctrl_c_reaches_the_command(tmp_path: Path, own_handlers) -> None:
     """SIGINT is passed on to the command (the probe does not catch it: it ends, as a stage
     interrupted at the terminal does)."""
 
+    others = set(descendants())
+
     def interrupt(root: Path) -> None:
         os.kill(os.getpid(), signal.SIGINT)
         deadline = time.monotonic() + 10
-        while descendants() and time.monotonic() < deadline:
+        while set(descendants()) - others and time.monotonic() < deadline:
             time.sleep(0.05)
 
     status, _ = _relay_here(tmp_path, ["stage"], 100, interrupt)
@@ -307,12 +312,15 @@ def test_the_stage_outside_its_step_here(own_handlers) -> None:
 
 
 def test_signals_reach_every_descendant_and_say_which(tmp_path: Path) -> None:
+    """This process's by default (signal 0: the others, a session fixture's server, are only
+    asked whether they are there)."""
+    others = set(descendants())
     children = [
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"]) for _ in range(2)
     ]
     try:
-        assert sorted(signal_descendants(signal.SIGKILL)) == sorted(c.pid for c in children)
-        assert [c.wait(timeout=10) for c in children] == [-signal.SIGKILL] * 2
+        assert set(signal_descendants(0)) == others | {c.pid for c in children}
+        assert [c.poll() for c in children] == [None, None]
     finally:
         for child in children:
             child.kill()
@@ -361,6 +369,7 @@ def test_descendants_skip_zombies_and_processes_gone_meanwhile(monkeypatch) -> N
     """This process's by default; a child that exited but is not yet reaped is dead already."""
     from vlrl.cluster import relay as relay_module
 
+    others = set(descendants())
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     exited = subprocess.Popen([sys.executable, "-c", "pass"])
     try:
@@ -368,12 +377,12 @@ def test_descendants_skip_zombies_and_processes_gone_meanwhile(monkeypatch) -> N
         while (relay_module.stat_fields(exited.pid) or ["Z"])[0] != "Z":
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        assert descendants() == [sleeper.pid]
+        assert [pid for pid in descendants() if pid not in others] == [sleeper.pid]
         read = relay_module.stat_fields
         monkeypatch.setattr(
             relay_module, "stat_fields", lambda pid: None if int(pid) == sleeper.pid else read(pid)
         )
-        assert descendants() == []  # its /proc entry went away while the list was read
+        assert sleeper.pid not in descendants()  # its /proc entry went away while it was read
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -388,6 +397,7 @@ def test_descendants_go_down_every_branch(tmp_path: Path) -> None:
         "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
         f"open({str(pid_file)!r}, 'w').write(str(g.pid)); time.sleep(300)"
     )
+    others = set(descendants())
     first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     second = subprocess.Popen([sys.executable, "-c", parent])
     try:
@@ -396,10 +406,11 @@ def test_descendants_go_down_every_branch(tmp_path: Path) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         grandchild = int(pid_file.read_text())
-        assert descendants() == [*sorted([first.pid, second.pid]), grandchild]
+        ours = [pid for pid in descendants() if pid not in others]
+        assert ours == [*sorted([first.pid, second.pid]), grandchild]
         assert descendants(second.pid) == [grandchild]
     finally:
-        for pid in descendants():
+        for pid in set(descendants()) - others:
             os.kill(pid, signal.SIGKILL)
         first.wait()
         second.wait()
