@@ -311,13 +311,30 @@ def test_the_stage_outside_its_step_here(own_handlers) -> None:
     assert run_in_step([sys.executable, "-c", "pass"]) == 0
 
 
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(300)"]
+"""A process that sleeps until it is killed."""
+
+
+def _with_a_grandchild(tmp_path: Path) -> tuple[subprocess.Popen, int]:
+    """A child of this process that started a child of its own (a sleeper), and that one's pid."""
+    pid_file = tmp_path / "grandchild.pid"
+    parent = (
+        f"import subprocess, sys, time; g = subprocess.Popen({SLEEPER!r}); "
+        f"open({str(pid_file)!r}, 'w').write(str(g.pid)); time.sleep(300)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", parent])
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and child.poll() is None, "no grandchild started"
+        time.sleep(0.05)
+    return child, int(pid_file.read_text())
+
+
 def test_signals_reach_every_descendant_and_say_which(tmp_path: Path) -> None:
     """This process's by default (signal 0: the others, a session fixture's server, are only
     asked whether they are there)."""
     others = set(descendants())
-    children = [
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"]) for _ in range(2)
-    ]
+    children = [subprocess.Popen(SLEEPER) for _ in range(2)]
     try:
         assert set(signal_descendants(0)) == others | {c.pid for c in children}
         assert [c.poll() for c in children] == [None, None]
@@ -328,19 +345,9 @@ def test_signals_reach_every_descendant_and_say_which(tmp_path: Path) -> None:
 
 
 def test_signals_reach_the_descendants_of_the_process_given(tmp_path: Path) -> None:
-    pid_file = tmp_path / "grandchild.pid"
-    parent = (
-        "import subprocess, sys, time; "
-        "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
-        f"open({str(pid_file)!r}, 'w').write(str(g.pid)); time.sleep(300)"
-    )
-    child = subprocess.Popen([sys.executable, "-c", parent])
+    child, grandchild = _with_a_grandchild(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        assert signal_descendants(signal.SIGKILL, child.pid) == [int(pid_file.read_text())]
+        assert signal_descendants(signal.SIGKILL, child.pid) == [grandchild]
         assert child.poll() is None  # not itself
     finally:
         child.kill()
@@ -351,7 +358,7 @@ def test_signals_reach_the_descendants_of_the_process_given(tmp_path: Path) -> N
 def test_a_descendant_gone_or_not_ours_by_the_signal_is_not_counted(
     monkeypatch: pytest.MonkeyPatch, error: type[OSError]
 ) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    child = subprocess.Popen(SLEEPER)
     try:
 
         def fails(pid: int, sig: int) -> None:
@@ -370,7 +377,7 @@ def test_descendants_skip_zombies_and_processes_gone_meanwhile(monkeypatch) -> N
     from vlrl.cluster import relay as relay_module
 
     others = set(descendants())
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    sleeper = subprocess.Popen(SLEEPER)
     exited = subprocess.Popen([sys.executable, "-c", "pass"])
     try:
         deadline = time.monotonic() + 30
@@ -391,21 +398,10 @@ def test_descendants_skip_zombies_and_processes_gone_meanwhile(monkeypatch) -> N
 
 def test_descendants_go_down_every_branch(tmp_path: Path) -> None:
     """Children first, then theirs: a later child's own children too, not only the first's."""
-    pid_file = tmp_path / "grandchild.pid"
-    parent = (
-        "import subprocess, sys, time; "
-        "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
-        f"open({str(pid_file)!r}, 'w').write(str(g.pid)); time.sleep(300)"
-    )
     others = set(descendants())
-    first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-    second = subprocess.Popen([sys.executable, "-c", parent])
+    first = subprocess.Popen(SLEEPER)
+    second, grandchild = _with_a_grandchild(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        grandchild = int(pid_file.read_text())
         ours = [pid for pid in descendants() if pid not in others]
         assert ours == [*sorted([first.pid, second.pid]), grandchild]
         assert descendants(second.pid) == [grandchild]
