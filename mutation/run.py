@@ -85,7 +85,11 @@ TESTS: dict[str, list[str]] = {
     "stage_deps": ["tests/workflow/test_stage_deps.py", "tests/workflow/test_stage_deps_edges.py"],
     "checkpoints": ["tests/cluster/test_checkpoints.py"],
     "preemption": ["tests/cluster/test_preemption.py", "tests/cluster/test_timelimit.py"],
-    "distributed": ["tests/cluster/test_distributed.py", "tests/cluster/test_container.py"],
+    "distributed": [
+        "tests/cluster/test_distributed.py",
+        "tests/cluster/test_container.py",
+        "tests/cluster/test_rank_exit.py",
+    ],
     "sharing": ["tests/test_sharing.py"],
     "cores": ["tests/workflow/test_cores.py"],
     "server_gpus": ["tests/serving/test_gpus.py", "tests/algorithms/test_grpo_servers.py"],

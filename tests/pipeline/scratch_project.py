@@ -76,6 +76,20 @@ def excerpt(log: str, lines: int = 40, tail: int = 3000) -> str:
     return f"lines naming an error:\n{head}\n... the end of the log:\n{log[-tail:]}"
 
 
+FAILED_JOB_LOG = re.compile(r"log: (\S+) \(check log file")
+
+
+def failed_job_logs(root: Path, snakemake_output: str) -> str:
+    """The excerpts of the logs of the jobs Snakemake reports failed: the stage's own traceback,
+    which Snakemake's output only points to."""
+    parts = []
+    for name in dict.fromkeys(FAILED_JOB_LOG.findall(snakemake_output)):
+        path = root / name
+        text = path.read_text(errors="replace") if path.is_file() else "(no such file)"
+        parts.append(f"\n=== {name} ===\n{excerpt(text)}")
+    return "".join(parts)
+
+
 class Project:
     """A throwaway git + DVC copy of the project; its own code runs (PYTHONPATH)."""
 
@@ -120,7 +134,10 @@ class Project:
         out = subprocess.run(args, cwd=self.root, env=self.env, capture_output=True, text=True)
         text = out.stdout + out.stderr
         if check and out.returncode != 0:
-            raise AssertionError(f"{' '.join(args)} failed ({out.returncode}):\n{excerpt(text)}")
+            raise AssertionError(
+                f"{' '.join(args)} failed ({out.returncode}):\n{excerpt(text)}"
+                + failed_job_logs(self.root, text)
+            )
         return text
 
     def snakemake(self, *args: str) -> str:

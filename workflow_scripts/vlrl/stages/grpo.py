@@ -46,7 +46,9 @@ from vlrl.cluster import preemption
 from vlrl.cluster.distributed import (
     Topology,
     deepspeed_env,
+    exit_finished_rank,
     rendezvous_for,
+    report_aborts,
     stage_step_command,
     topology,
     torchrun_command,
@@ -354,6 +356,7 @@ def rank_main(argv: list[str]) -> None:
     from vlrl.config import load_experiment
 
     exp, config_file, out, resume_from = argv
+    report_aborts()
     rank = int(os.environ.get("RANK", "0"))
     logging.basicConfig(level=logging.INFO, format=f"[rank {rank}] %(message)s")
     with stop_on_signals():  # Slurm signals every rank; torchrun passes SIGTERM on
@@ -364,18 +367,7 @@ def rank_main(argv: list[str]) -> None:
         times = train(exp, ExperimentConfig.model_validate(tree), Path(out), resume_from or None)
     if rank == 0:
         Path(config_file).with_name(RANK_TIMES).write_text(json.dumps(times))
-    _leave_process_group()
-
-
-def _leave_process_group() -> None:
-    """Tear the gloo/nccl group down before the interpreter exits: left to interpreter
-    shutdown, gloo's threads may be destroyed while running, and a rank that finished training
-    aborts ("terminate called without an active exception", exit -6), failing the stage."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
+    exit_finished_rank()
 
 
 if __name__ == "__main__":
