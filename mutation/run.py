@@ -50,18 +50,9 @@ TARGETS: dict[str, list[str]] = {
     "server_gpus": ["vlrl/serving/gpus.py"],
     "launch": ["vlrl/cluster/launch.py", "vlrl/cluster/relay.py"],
     "workflow": [
-        f"vlrl/workflow/{name}.py"
-        for name in (
-            "preview",
-            "handover",
-            "resolve",
-            "dvc_export",
-            "cost",
-            "cost_model",
-            "plan",
-            "plan_text",
-        )
+        f"vlrl/workflow/{name}.py" for name in ("preview", "handover", "resolve", "dvc_export")
     ],
+    "plan": [f"vlrl/workflow/{name}.py" for name in ("plan", "plan_text", "cost", "cost_model")],
     "endpoints": ["vlrl/endpoints/*"],
 }
 TESTS: dict[str, list[str]] = {
@@ -98,10 +89,13 @@ TESTS: dict[str, list[str]] = {
         "tests/workflow/test_preview.py",
         "tests/workflow/test_resolve.py",
         "tests/workflow/test_dvc_export.py",
-        "tests/workflow/test_cost.py",
-        "tests/workflow/test_plan.py",
-        "tests/workflow/test_paper_recipes.py",
         "tests/workflow/test_handover_records.py",
+    ],
+    "plan": [
+        "tests/workflow/test_plan.py",
+        "tests/workflow/test_plan_text.py",
+        "tests/workflow/test_cost.py",
+        "tests/workflow/test_paper_recipes.py",
     ],
     "endpoints": [
         "tests/endpoints",

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from vlrl.workflow.dag import Job, Planned
-from vlrl.workflow.plan import Plan, measured_seconds
+from vlrl.workflow.plan import (
+    Download,
+    Plan,
+    Server,
+    _quiet,
+    _times,
+    _train_records,
+    disk,
+    downloads,
+    measured_seconds,
+    restore_params_files,
+    servers,
+)
 from vlrl.workflow.plan_text import measured_line, summary
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
@@ -52,3 +69,201 @@ def test_the_plan_says_what_the_jobs_took_when_snakemake_last_ran_them(project: 
     cached = Plan("e", [j for j in jobs if not j.needed], [], [], [], measured=measured)
     assert "for 1 of the 1 jobs of the last run (infer 0.5 min" in measured_line(cached)
     assert measured_line(Plan("e", jobs, [], [], [])).startswith("time: not measured here yet")
+
+
+# the downloads, servers and disk of a plan, decided in this process -------------------------
+PIN = "0123456789abcdef0123456789abcdef01234567"
+
+
+def config_file(project: Path, kind: str, name: str, text: str) -> None:
+    (project / "config" / kind / f"{name}.yaml").write_text(text)
+
+
+def experiment(base_model: str, train: list[str], benchmarks: list[str], **splits: list[str]):
+    """The parts of an experiment config :func:`downloads` reads."""
+    data = SimpleNamespace(
+        **{split: [SimpleNamespace(dataset=d) for d in splits.get(split, [])] for split in SPLITS}
+    )
+    data.train = [SimpleNamespace(dataset=d) for d in train]
+    return SimpleNamespace(base_model=base_model, data=data, benchmarks=benchmarks)
+
+
+SPLITS = ("train", "sft_train", "val", "test")
+
+
+@pytest.fixture
+def sources(project: Path) -> Path:
+    """Models and datasets in each state a download can be in."""
+    config_file(project, "models", "pinned", f"builder: hf\nhf: {{repo_id: o/m, revision: {PIN}}}\n"
+                "size_bytes: 3000000000\n")  # fmt: skip
+    config_file(project, "models", "loose", "builder: hf\nhf: {repo_id: o/l, unpinned: no sha}\n")
+    config_file(
+        project, "datasets", "hub", f"repo_id: o/d\nrevision: {PIN}\nsize_bytes: 500000000\n"
+    )
+    config_file(project, "datasets", "unpinned", "repo_id: o/u\nunpinned: no public sha\n")
+    config_file(project, "datasets", "mine", "local: data/mine\nsize_bytes: 1000\n")
+    config_file(project, "datasets", "theirs", "local: data/theirs\n")
+    (project / "data" / "theirs").mkdir(parents=True)
+    config_file(
+        project, "benchmarks", "on_hub", "loader: records\ndataset: hub\nfile: records/test.jsonl\n"
+    )
+    return project
+
+
+def test_each_download_says_its_pinned_source_and_what_blocks_it(sources: Path) -> None:
+    found = downloads(experiment("pinned", ["hub", "mine", "theirs"], ["on_hub", "shapes_test"],
+                                 val=["unpinned"], test=["hub"]))  # fmt: skip
+    assert found == [
+        Download("model", "pinned", f"o/m@{PIN[:12]}", 3_000_000_000, "to fetch"),
+        Download("dataset", "hub", f"o/d@{PIN[:12]}", 500_000_000, "to fetch"),
+        Download("dataset", "mine", "local data/mine", 1000,
+                 "USER-PROVIDED, missing: put its files in data/mine (see its description)"),
+        Download("dataset", "theirs", "local data/theirs", None, "to fetch"),
+        Download("dataset", "unpinned", "o/u@?", None,
+                 "UNPINNED: run `vlrl pin unpinned` online first"),
+    ]  # fmt: skip
+    assert [d.blocked for d in found] == [False, False, True, False, True]
+
+
+def test_what_is_there_is_present(sources: Path) -> None:
+    (sources / "resources" / "models" / "pinned").mkdir(parents=True)
+    (sources / "resources" / "models" / "pinned" / "config.json").write_text("{}")
+    for name in ("hub", "mine"):
+        (sources / "resources" / "datasets" / name).mkdir(parents=True)
+    found = downloads(experiment("pinned", ["hub", "mine"], []))
+    assert [d.state for d in found] == ["present"] * 3
+    assert not any(d.blocked for d in found)
+    # a model folder without its config.json is not there yet
+    (sources / "resources" / "models" / "pinned" / "config.json").unlink()
+    assert downloads(experiment("pinned", [], []))[0].state == "to fetch"
+
+
+def test_an_unpinned_or_tiny_model(sources: Path) -> None:
+    loose = downloads(experiment("loose", [], []))[0]
+    assert loose == Download("model", "loose", "o/l@?", None,
+                             "UNPINNED (no sha): run `vlrl pin loose` online")  # fmt: skip
+    assert loose.blocked
+    tiny = downloads(experiment("tiny-qwen2.5-vl", [], []))[0]
+    assert tiny == Download("model", "tiny-qwen2.5-vl", "tiny (built here)", None, "built locally")
+    assert not tiny.blocked
+
+
+def test_the_servers_a_plan_names(project: Path) -> None:
+    from vlrl.config import load_experiment
+
+    assert servers(load_experiment("sophiavl_r1_engines")) == [
+        Server("grpo.trust.reward_model",
+               "started by the stage: vllm serve resources/models/tiny-qwen2.5-vl-h64"),
+        Server("score.judge",
+               "started by the stage: vllm serve resources/models/tiny-qwen2.5-vl-h64"),
+    ]  # fmt: skip
+    assert servers(load_experiment("sophiavl_r1")) == [
+        Server("grpo.trust.reward_model",
+               "must be running at http://127.0.0.1:8000/v1 (model thinking-reward-model)"),
+        Server("score.judge", "must be running at https://api.openai.com/v1 (model gpt-4o-mini)"),
+    ]  # fmt: skip
+    assert servers(load_experiment("tiny_shapes")) == []
+
+
+def test_a_served_checkpoint_is_the_one_evaluated(project: Path) -> None:
+    from vlrl.config.endpoints import EndpointConfig, ServeConfig
+
+    # infer.openai's server: no model named (the config's own check allows it only there)
+    judge = EndpointConfig.model_construct(serve=ServeConfig(backend="transformers"))
+    assert servers(judge) == [Server("", "started by the stage: transformers serve the "
+                                         "checkpoint evaluated")]  # fmt: skip
+
+
+def training(sft: bool, grpo: bool, save_steps: int | None = 100, keep: int = 3):
+    return SimpleNamespace(
+        sft=SimpleNamespace(enabled=sft),
+        grpo=SimpleNamespace(enabled=grpo, save_steps=save_steps, save_total_limit=keep),
+    )
+
+
+def test_the_disk_a_run_fills() -> None:
+    found = [
+        Download("model", "m", "o/m@x", 3_000, "to fetch"),
+        Download("dataset", "d", "o/d@x", 500, "to fetch"),
+        Download("dataset", "u", "o/u@?", None, "UNPINNED"),
+        Download("model", "tiny", "tiny (built here)", None, "built locally"),
+    ]
+    assert disk(training(sft=True, grpo=True), 1_000, found) == [
+        ("downloads", 3_500.0, "the sizes the configs state; not stated: u"),
+        ("models written", 6_000.0, "3 full copies (sft, grpo, merged) x 1,000 parameters x 2 "
+                                    "bytes (bf16)"),
+        ("GRPO checkpoints", 42_000.0, "save_total_limit 3 x 1,000 parameters x 14 bytes (bf16 "
+         "weights + fp32 AdamW moments and master weights, as DeepSpeed saves them); removed at "
+         "the end"),
+    ]  # fmt: skip
+    sft_only = disk(training(sft=True, grpo=False), 2_000_000, found[:2])
+    assert sft_only == [
+        ("downloads", 3_500.0, "the sizes the configs state"),
+        ("models written", 4_000_000.0, "1 full copies (sft) x 2,000,000 parameters x 2 bytes "
+                                        "(bf16)"),
+    ]  # fmt: skip
+    no_checkpoints = disk(training(sft=False, grpo=True, save_steps=None), 10, [])
+    assert no_checkpoints == [
+        ("downloads", None, "the sizes the configs state"),
+        ("models written", 40.0, "2 full copies (grpo, merged) x 10 parameters x 2 bytes (bf16)"),
+    ]  # fmt: skip
+    assert disk(training(True, True), None, found[2:]) == [
+        ("downloads", None, "the sizes the configs state; not stated: u"),
+        ("models written", None, "parameter count unknown"),
+    ]
+
+
+def test_the_training_records_known_before_the_run(project: Path) -> None:
+    shapes = SimpleNamespace(
+        data=SimpleNamespace(source="shapes", shapes=SimpleNamespace(n_train=7))
+    )
+    assert _train_records(shapes, "e") == 7
+    hub = SimpleNamespace(data=SimpleNamespace(source="hub"))
+    assert _train_records(hub, "e") is None  # the data stage has not run
+    records = project / "results" / "e" / "data" / "train.jsonl"
+    records.parent.mkdir(parents=True)
+    records.write_text('{"a": 1}\n\n  \n{"a": 2}\n{"a": 3}')
+    assert _train_records(hub, "e") == 3  # blank lines are no records; the last needs no newline
+
+
+def test_restoring_the_params_files_the_dag_build_rewrote(project: Path) -> None:
+    from vlrl.workflow import preview
+
+    kept = project / "results" / "e" / "params" / "grpo.yaml"
+    made = project / "results" / "f" / "params" / "grpo.yaml"
+    same = project / "results" / "g" / "params" / "grpo.yaml"
+    for path in (kept, same):
+        path.parent.mkdir(parents=True)
+        path.write_text("lr: 1\n")
+    os.utime(kept, ns=(1_000_000_000, 2_000_000_000))
+    before = preview.snapshot()
+    times = _times(before)
+    assert set(before) == {str(kept.relative_to(project)), str(same.relative_to(project))}
+    assert times[str(kept.relative_to(project))][1] == 2_000_000_000
+    # the DAG build: one rewritten, one created, one rewritten with the same text
+    kept.write_text("lr: 2\n")
+    made.parent.mkdir(parents=True)
+    made.write_text("lr: 3\n")
+    same.write_text("lr: 1\n")
+    same_time = same.stat().st_mtime_ns
+    restore_params_files(before, times)
+    assert kept.read_text() == "lr: 1\n"
+    assert kept.stat().st_mtime_ns == 2_000_000_000
+    assert not made.exists()
+    assert same.stat().st_mtime_ns == same_time  # unchanged text: not written again
+
+
+def test_quiet_raises_a_loggers_level_for_the_block_only() -> None:
+    log = logging.getLogger("vlrl.test.quiet")
+    log.setLevel(logging.DEBUG)
+    with _quiet("vlrl.test.quiet"):
+        assert log.level == logging.WARNING
+    assert log.level == logging.DEBUG
+    with pytest.raises(RuntimeError), _quiet("vlrl.test.quiet"):
+        raise RuntimeError
+    assert log.level == logging.DEBUG
+
+
+def test_the_jobs_to_run() -> None:
+    jobs = [planned("data", True, None, exp="e"), planned("sft", False, None, exp="e")]
+    assert Plan("e", jobs, [], [], []).to_run == jobs[:1]

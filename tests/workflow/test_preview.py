@@ -162,3 +162,268 @@ def test_file_times_alone_are_snakemake_only(
     (tmp_path / "in.txt").write_text("edited")
     found = preview.explain(jobs, {})
     assert (found.snakemake_only, found.why["a"]) == ([], ["input in.txt changed"])
+
+
+# each reason, decided in this process -------------------------------------------------------
+def md5(text: str) -> str:
+    return hashlib.md5(text.encode()).hexdigest()
+
+
+def job_of(rule: str, inputs: list[str], outputs: list[str], exp: str | None = "e",
+           needed: bool = True, shell: str = "vlrl x", reason: str = "Missing output files",
+           updated: tuple[str, ...] = ()) -> Planned:  # fmt: skip
+    wildcards = {"exp": exp} if exp else {}
+    job = Job(rule, wildcards, inputs, outputs, [], {}, shell, frozenset())
+    return Planned(job, needed, reason, frozenset(updated))
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project root with a dvc.lock written by :func:`lock`."""
+    monkeypatch.setenv("VLRL_ROOT", str(tmp_path))
+    return tmp_path
+
+
+def lock(root: Path, stages: dict) -> None:
+    (root / "dvc.lock").write_text(yaml.safe_dump({"stages": stages}))
+
+
+def write(root: Path, *names: str) -> None:
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+
+
+def test_the_reasons_of_a_stage_against_its_dvc_lock_record(scratch: Path) -> None:
+    code = "workflow_scripts/vlrl/stages/x.py"
+    write(scratch, "kept.txt", "edited.txt", "added.txt", code, "out")
+    lock(scratch, {"x--e": {"deps": [
+        {"path": "kept.txt", "md5": md5("kept.txt")},
+        {"path": "edited.txt", "md5": md5("before")},
+        {"path": code, "md5": md5("old code")},
+        {"path": "dropped.txt", "md5": md5("dropped.txt")},
+    ]}})  # fmt: skip
+    item = job_of("x", ["kept.txt", "edited.txt", "added.txt", code], ["out"])
+    found = preview.explain([item], {})
+    assert found.why == {"x--e": [
+        "input edited.txt changed",
+        "input added.txt: new to the stage",
+        f"code {code} changed",
+        "input dropped.txt: no longer read",
+    ]}  # fmt: skip
+    assert (found.snakemake_only, found.unknown) == ([], [])
+
+
+def test_a_missing_output_and_a_stage_dvc_has_never_run(scratch: Path) -> None:
+    write(scratch, "in.txt", "out_b")
+    jobs = [
+        job_of("a", ["in.txt"], ["out_a1", "out_a2"]),
+        job_of("b", ["in.txt"], ["out_b"], reason="Code has changed"),
+    ]
+    found = preview.explain(jobs, {})
+    assert found.why == {
+        "a--e": ["output missing: out_a1, out_a2"],  # no record: nothing more to say
+        "b--e": ["Snakemake: Code has changed (dvc.lock has no record of a run of it)"],
+    }
+    assert (found.snakemake_only, found.unknown) == ([], [])
+
+
+def test_jobs_that_do_not_run_or_run_no_command_are_not_explained(scratch: Path) -> None:
+    write(scratch, "in.txt")
+    jobs = [
+        job_of("a", ["in.txt"], ["out_a"], needed=False),
+        job_of("all", ["out_a"], [], exp=None, shell=""),
+        job_of("b", ["in.txt"], ["out_b"]),
+    ]
+    assert list(preview.explain(jobs, {}).why) == ["b--e"]
+
+
+def test_a_stage_with_nothing_changed_is_run_for_file_times_alone(scratch: Path) -> None:
+    write(scratch, "in.txt", "out")
+    lock(scratch, {"a--e": {"deps": [{"path": "in.txt", "md5": md5("in.txt")}]}})
+    found = preview.explain([job_of("a", ["in.txt"], ["out"], reason="Updated input files")], {})
+    assert found.why == {"a--e": ["Snakemake: Updated input files (no change against dvc.lock)"]}
+    assert found.snakemake_only == ["a--e"]
+
+
+def test_what_dvc_runs_wins_over_what_is_unknown_over_file_times(scratch: Path) -> None:
+    """Each stage after one DVC runs is run by DVC; after an unknown one (and none DVC runs),
+    unknown; a stage whose inputs two stages rebuild takes the strongest."""
+    write(scratch, "same.txt", "edited.txt", "out_same", "out_edited", "out_both", "out_after")
+    (scratch / "folder").mkdir()
+    stages = {
+        "same--e": {"deps": [{"path": "same.txt", "md5": md5("same.txt")}]},
+        "edited--e": {"deps": [{"path": "edited.txt", "md5": md5("before")}]},
+        "folder--e": {"deps": [{"path": "folder", "md5": "x.dir"}]},
+        "both--e": {"deps": [{"path": "out_same"}, {"path": "out_folder"}]},
+        "after--e": {"deps": [{"path": "out_both"}, {"path": "out_edited"}]},
+    }  # fmt: skip
+    lock(scratch, stages)
+    write(scratch, "out_folder")
+    jobs = [
+        job_of("after", ["out_both", "out_edited"], ["out_after"]),  # listed first on purpose
+        job_of("both", ["out_same", "out_folder"], ["out_both"]),
+        job_of("same", ["same.txt"], ["out_same"], updated=("same.txt",)),
+        job_of("edited", ["edited.txt"], ["out_edited"]),
+        job_of("folder", ["folder"], ["out_folder"], updated=("folder",)),
+    ]
+    found = preview.explain(jobs, {})
+    assert found.snakemake_only == ["same--e"]
+    assert found.unknown == ["both--e", "folder--e"]
+    assert found.why["folder--e"] == ["input folder: newer than the outputs (folders not "
+                                      "compared here)"]  # fmt: skip
+    assert found.why["both--e"] == [
+        "input out_same: rebuilt by same--e",
+        "input out_folder: rebuilt by folder--e",
+    ]
+    assert found.why["after--e"] == [
+        "input out_both: rebuilt by both--e",
+        "input out_edited: rebuilt by edited--e",
+    ]
+    # a folder that Snakemake did not find newer says nothing, and leaves it to file times
+    jobs[-1] = job_of("folder", ["folder"], ["out_folder"])
+    assert "folder--e" in preview.explain(jobs, {}).snakemake_only
+
+
+def test_inputs_rebuilt_by_one_stage_are_named_together(scratch: Path) -> None:
+    jobs = [
+        job_of("a", [], ["o1", "o2"]),
+        job_of("b", ["o1", "o2"], ["ob"]),
+    ]
+    assert preview.explain(jobs, {}).why["b--e"] == [
+        "output missing: ob",
+        "input o1, o2: rebuilt by a--e",
+    ]
+
+
+PARAMS = "results/e/params/grpo.yaml"
+RAN, EDITED = "grpo:\n  beta: 0.04\n  lr: 1\n", "grpo:\n  beta: 0.1\n  lr: 1\n"
+
+
+def config_reasons(root: Path, now: str | None, recorded: str | None,
+                   before: dict[str, str]) -> list[str]:  # fmt: skip
+    """The reasons of a grpo job whose params file is ``now`` and whose last run dvc.lock
+    records with ``recorded``'s hash (None: no record of it)."""
+    if now is not None:
+        (root / PARAMS).parent.mkdir(parents=True, exist_ok=True)
+        (root / PARAMS).write_text(now)
+    write(root, "out")
+    deps = [] if recorded is None else [{"path": PARAMS, "md5": md5(recorded)}]
+    lock(root, {"grpo--e": {"deps": deps}})
+    found = preview.explain([job_of("grpo", [PARAMS], ["out"], reason="Params changed")], before)
+    return found.why["grpo--e"]
+
+
+def test_a_config_value_changed_since_the_stage_ran(scratch: Path) -> None:
+    assert config_reasons(scratch, EDITED, RAN, {PARAMS: RAN}) == ["config grpo.beta: 0.04 → 0.1"]
+    # the same values written otherwise: the file changed, no value did
+    assert config_reasons(scratch, "grpo: {beta: 0.04, lr: 1}\n", RAN, {PARAMS: RAN}) == [
+        f"config: {PARAMS} changed"
+    ]
+
+
+def test_a_config_file_as_the_stage_ran_it_is_no_reason(scratch: Path) -> None:
+    reasons = config_reasons(scratch, RAN, RAN, {PARAMS: EDITED})
+    assert reasons == ["Snakemake: Params changed (no change against dvc.lock)"]
+
+
+def test_a_config_change_whose_last_run_is_not_on_record(scratch: Path) -> None:
+    (scratch / ".git").mkdir()  # no commit to read dvc.lock from
+    unverified = "the values of its last run are not on record (dvc.lock keeps their hash)"
+    # the params file as it was before the DAG build: compared with that, and said so
+    assert config_reasons(scratch, EDITED, "grpo:\n  beta: 1\n", {PARAMS: RAN}) == [
+        f"config grpo.beta: 0.04 → 0.1 (since {PARAMS} was last written; {unverified})"
+    ]
+    # nothing to compare with
+    assert config_reasons(scratch, EDITED, "grpo:\n  beta: 1\n", {}) == [
+        f"config: {PARAMS} differs from what the stage last ran with; {unverified}"
+    ]
+    assert config_reasons(scratch, EDITED, "grpo:\n  beta: 1\n", {PARAMS: EDITED}) == [
+        f"config: {PARAMS} differs from what the stage last ran with; {unverified}"
+    ]
+
+
+def test_a_config_change_with_no_dvc_lock_record(scratch: Path) -> None:
+    no_record = "dvc.lock has no record of its last run"
+    assert config_reasons(scratch, EDITED, None, {PARAMS: RAN})[0] == (
+        f"config grpo.beta: 0.04 → 0.1 (since {PARAMS} was last written; {no_record})"
+    )
+    assert config_reasons(scratch, EDITED, None, {PARAMS: EDITED}) == [
+        "Snakemake: Params changed (no change against dvc.lock)"
+    ]
+
+
+def test_a_params_file_not_there_is_no_config_reason(scratch: Path) -> None:
+    assert config_reasons(scratch, None, RAN, {PARAMS: RAN}) == [
+        "Snakemake: Params changed (no change against dvc.lock)"
+    ]
+
+
+def test_the_stages_dvc_yaml_lacks_or_gives_other_deps(scratch: Path) -> None:
+    jobs = [
+        job_of("a", ["x", "y"], ["out_a"]),
+        job_of("b", ["x"], ["out_b"]),
+        job_of("c", ["x"], ["out_c"]),
+        job_of("all", ["out_a"], [], exp=None, shell=""),
+    ]
+    assert preview.stale(jobs) == []  # no dvc.yaml: no DVC here
+    (scratch / "dvc.yaml").write_text(
+        yaml.safe_dump({"stages": {"a--e": {"deps": ["y", "x"]}, "b--e": {"deps": ["x", "z"]}}})
+    )
+    assert preview.stale(jobs) == ["b--e", "c--e"]
+    (scratch / "dvc.yaml").write_text("")
+    assert preview.stale(jobs) == ["a--e", "b--e", "c--e"]
+
+
+def test_params_files_of_every_kind_are_snapshot(scratch: Path) -> None:
+    from vlrl.core import paths
+
+    files = [
+        paths.stage_params_file("e", "grpo"),
+        paths.model_params_file("m"),
+        paths.dataset_params_file("d"),
+    ]
+    for index, path in enumerate(files):
+        (scratch / path).parent.mkdir(parents=True, exist_ok=True)
+        (scratch / path).write_text(f"v: {index}\n")
+    assert preview.params_files() == sorted(files)
+    assert preview.snapshot() == {str(p): f"v: {i}\n" for i, p in enumerate(files)}
+
+
+def test_flat_keys_and_shown_values() -> None:
+    assert preview.flat({}) == {}
+    assert preview.flat({"a": {}}) == {"a": {}}
+    assert preview.flat({"a": [1, {"b": 2}], 3: "x"}) == {"a": [1, {"b": 2}], "3": "x"}
+    assert preview.key_changes("a: é\n", "b: [1]\n") == ['a: "é" → (unset)', "b: (unset) → [1]"]
+    assert preview.key_changes("", "") == []
+
+
+def test_the_baseline_rendered_from_the_values_dvc_lock_recorded(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dvc.lock's ``resolve`` stage records the experiment file's values: the params file they
+    render is the one the stage ran with, also when the file on disk was rewritten since."""
+    from vlrl.workflow import resolve
+
+    monkeypatch.setenv("VLRL_ROOT", str(project))
+    source = resolve.config_file("grpo", "tiny_shapes").relative_to(project).as_posix()
+    values = yaml.safe_load((project / source).read_text())
+    ran = resolve.render("grpo", "tiny_shapes", _experiment_values(values))
+    baselines = preview.Baselines({"resolve": {"params": {source: values}}}, {})
+    committed: list[str] = []
+    baselines.sources[1] = lambda: committed.append("read") or {}
+    assert baselines.find("grpo", "tiny_shapes", "p.yaml", md5(ran)) == ran
+    assert committed == []  # found in the working dvc.lock: git not asked
+    assert baselines.find("grpo", "tiny_shapes", "p.yaml", md5("other")) is None
+    assert baselines.find("grpo", "tiny_shapes", "q.yaml", md5("other")) is None
+    assert committed == ["read"]  # read once, kept
+    # values that are not there, or no longer valid, render nothing
+    assert preview._render("grpo", "tiny_shapes", {}) is None
+    assert preview._render("grpo", "tiny_shapes", {source: {"grpo": {"beta": "x"}}}) is None
+
+
+def _experiment_values(values: dict) -> dict:
+    from vlrl.config import load_experiment
+
+    del values  # the experiment as loaded (its extends: resolved), defaults filled in
+    return load_experiment("tiny_shapes").model_dump(mode="json")

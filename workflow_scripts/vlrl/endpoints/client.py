@@ -212,6 +212,13 @@ class EndpointClient:
         parse: Callable[[str], T],
         progress: Callable[[], None] | None,
     ) -> list[Answer[T] | Failure]:
+        if self.cfg.endpoint_id is None:  # no URL either: its cached replies have no name
+            raise ConfigError(
+                f"{self.label}: serve is set but its server is not started, and the config has "
+                "no endpoint_id to find its cached replies by; name it with "
+                "vlrl.serving.commands.unstarted(...), or run the calls inside "
+                "vlrl.serving.servers.serving(...), which starts it"
+            )
         answers = [self._lookup(body, parse) for body in bodies]
         missing = sum(answer is None for answer in answers)
         if missing:
