@@ -95,6 +95,8 @@ TESTS: dict[str, list[str]] = {
         "tests/workflow/test_plan.py",
         "tests/workflow/test_plan_text.py",
         "tests/workflow/test_cost.py",
+        "tests/workflow/test_cost_figures.py",
+        "tests/workflow/test_cost_model.py",
         "tests/workflow/test_paper_recipes.py",
     ],
     "endpoints": [

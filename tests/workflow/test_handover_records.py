@@ -129,3 +129,41 @@ def test_dvc_is_the_one_beside_the_python_else_on_path(
     (venv / "dvc").unlink()
     monkeypatch.setattr(handover.shutil, "which", lambda name: None)
     assert handover.dvc_executable() == "dvc"
+
+
+def test_the_handover_works_in_the_project_root_from_anywhere(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Snakemake's onsuccess may run with another working directory: dvc and `vlrl dvc-yaml`
+    run in the project root, the one given or (none given) $VLRL_ROOT's."""
+    root = _dvc_project(project, {"make--e": {"cmd": "make y", "deps": ["x"], "outs": [{"y": {}}]}})
+    for name in ("x", "y"):
+        (root / name).write_text(name)
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    jobs = [_job("make", "e", ["x"], ["y"])]
+    assert handover.after_snakemake(jobs) == ["resolve", "make--e"]
+    assert set(_locked(root)) == {"resolve", "make--e"}
+    # `vlrl dvc-yaml` too (it finds the project from its working directory here)
+    monkeypatch.delenv("VLRL_ROOT")
+    stale = [_job("make", "e", ["x", "new.py"], ["y"])]
+    with pytest.raises(VlrlError, match=f"error: {root}/Snakefile: no Snakefile"):
+        handover.after_snakemake(stale, root)
+
+
+def test_a_failed_dvc_commit_is_named(project: Path) -> None:
+    root = _dvc_project(project, {"make--e": {"cmd": "make y", "deps": ["x"], "outs": [{"y": {}}]}})
+    with pytest.raises(VlrlError) as err:  # neither x nor y exists: nothing to commit
+        handover.to_dvc(["make--e"], root)
+    assert str(err.value).startswith("handover: dvc commit failed (")
+
+
+def test_a_failed_steps_error_output_is_cut_to_its_last_2000_characters(tmp_path: Path) -> None:
+    noisy = "import sys; sys.stderr.write('a' * 1000 + 'b' * 2000); sys.exit(3)"
+    with pytest.raises(VlrlError) as err:
+        handover._run([sys.executable, "-c", noisy], tmp_path, "the step")
+    assert str(err.value) == "handover: the step failed (3):\n" + "b" * 2000
+
+
+def test_a_dvc_yaml_stage_without_deps_or_outs() -> None:
+    assert handover._tracked({"cmd": "x"}) == (set(), set())
+    assert handover._tracked({"cmd": "x", "metrics": [{"m": {}}]}) == (set(), {"m"})

@@ -267,3 +267,65 @@ def test_quiet_raises_a_loggers_level_for_the_block_only() -> None:
 def test_the_jobs_to_run() -> None:
     jobs = [planned("data", True, None, exp="e"), planned("sft", False, None, exp="e")]
     assert Plan("e", jobs, [], [], []).to_run == jobs[:1]
+
+
+# the whole plan, made in this process ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def scratch_copy(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """What ``vlrl plan`` reads of the project (the DAG's files, the configs, the code the
+    stages' inputs name, dvc.yaml), copied once for this module's plans; no git, no DVC."""
+    import shutil
+
+    repo, root = Path(__file__).resolve().parents[2], tmp_path_factory.mktemp("plan")
+    for name in ("Snakefile", "params.yaml", "dvc.yaml"):
+        shutil.copy(repo / name, root / name)
+    for name in ("rules", "config", "profiles", "workflow_scripts"):
+        shutil.copytree(repo / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return SimpleNamespace(root=root)
+
+
+def test_the_plan_of_the_default_experiment(scratch_copy, monkeypatch) -> None:
+    from vlrl.config import load_experiment
+    from vlrl.workflow.plan import make_plan
+
+    root = scratch_copy.root
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("VLRL_ROOT", str(root))
+    cfg = load_experiment("tiny_shapes")
+    plan = make_plan("tiny_shapes")
+    assert plan.experiment == "tiny_shapes" and plan.tracked
+    rules = [p.job.rule for p in plan.jobs]
+    n_infer = len(cfg.checkpoints) * len(cfg.benchmarks)
+    assert rules == ["data", "base_model", "sft", "grpo", "merge", *["infer"] * n_infer,
+                     *["score"] * n_infer, "report"]  # fmt: skip
+    assert all(p.needed for p in plan.jobs)  # nothing built in the copy
+    assert plan.to_run == plan.jobs
+    assert plan.downloads == [
+        Download("model", cfg.base_model, "tiny (built here)", None, "built locally")
+    ]
+    assert plan.servers == [] and plan.measured == {} and plan.stale == []
+    assert plan.unknown == dict(cfg.unknown) and plan.deviations == dict(cfg.deviations)
+    assert plan.reported == cfg.reported
+    # the estimate: the shapes world's records and test split, the recipe's benchmarks
+    est = plan.estimate
+    labels = [s.label for s in est.stages]
+    assert labels == ["sft", "grpo", *[f"infer {c} x {b}" for c in cfg.checkpoints
+                                       for b in cfg.benchmarks]]  # fmt: skip
+    grpo = next(s for s in est.stages if s.label == "grpo")
+    new_prompts = grpo.get("steps") * grpo.get("prompts/step") / cfg.grpo.num_iterations
+    assert grpo.get("epochs") == new_prompts / cfg.data.shapes.n_train
+    infer = next(s for s in est.stages if s.label.startswith("infer"))
+    assert infer.get("items") == cfg.data.shapes.n_test
+    sft = next(s for s in est.stages if s.label == "sft")
+    assert sft.get("records") == cfg.data.shapes.n_train
+    assert plan.disk[1][0] == "models written" and plan.disk[1][1] == 3 * est.parameters * 2.0
+    # why each job runs: the preview's reasons; no params file is left behind by the plan
+    assert plan.preview.why["report--tiny_shapes"][0].startswith("output missing")
+    assert not list(root.glob("results/*/params/*.yaml"))
+
+
+def test_the_disk_names_every_download_of_unstated_size() -> None:
+    found = [Download("dataset", n, "o/x@?", None, "to fetch") for n in ("u", "v")]
+    assert disk(training(sft=False, grpo=False), None, found)[0] == (
+        "downloads", None, "the sizes the configs state; not stated: u, v"
+    )  # fmt: skip

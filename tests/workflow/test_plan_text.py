@@ -10,7 +10,7 @@ import pytest
 from vlrl.workflow.cost_model import GPU_HOURS, MEMORY, WALL_HOURS
 from vlrl.workflow.dag import Job, Planned
 from vlrl.workflow.plan import Download, Plan, Server
-from vlrl.workflow.plan_text import render, rows, stage_lines, summary
+from vlrl.workflow.plan_text import measured_line, render, rows, stage_lines, summary
 
 
 def planned(rule: str, needed: bool, reason: str = "", **wildcards: str) -> Planned:
@@ -277,3 +277,48 @@ def test_the_plans_rows() -> None:
     joined = rows(full_plan(preview=SimpleNamespace(why=reasons), estimate=None))
     assert joined[2]["why"] == "a; b"
     assert joined[2]["gpu_hours"] is None
+
+
+def test_lists_of_several_are_joined_with_commas() -> None:
+    plan = full_plan(
+        downloads=[
+            Download("dataset", "u", "o/u@?", None, "UNPINNED: run `vlrl pin u` online first"),
+            Download("dataset", "v", "local data/v", None, "USER-PROVIDED, missing: put it"),
+        ],
+        servers=[Server("score.judge", "a"), Server("grpo.trust.reward_model", "b")],
+        preview=SimpleNamespace(why=WHY, snakemake_only=["sft--e", "grpo--e"],
+                                unknown=["infer--e--sft--b0", "data--e"]),
+    )  # fmt: skip
+    text = summary(plan)
+    assert text[1] == "  downloads: 2 to fetch; BLOCKED: u, v (see Downloads)"
+    assert text[3] == "  servers: score.judge, grpo.trust.reward_model (see Servers)"
+    agreement = render(plan).splitlines()
+    assert any(line.startswith("  `dvc repro` skips sft--e, grpo--e: ") for line in agreement)
+    assert any(
+        line.startswith("  whether `dvc repro` runs infer--e--sft--b0, data--e is not known")
+        for line in agreement
+    )
+
+
+def test_only_rebuilt_inputs_are_cut() -> None:
+    own = ["input results/e/data changed", "config grpo.beta: 0.1 → 0.2"]
+    rebuilt = [f"input s{i}: rebuilt by s{i}" for i in range(5)]
+    plan = Plan("e", [planned("report", True)], [], [], [],
+                preview=SimpleNamespace(why={"report--e": [*own, *rebuilt]}))  # fmt: skip
+    assert stage_lines(plan)[1:] == [
+        f"           {reason}" for reason in [*own, *rebuilt[:3], "… and 2 more inputs rebuilt"]
+    ]
+
+
+def test_the_time_of_a_rule_with_several_jobs() -> None:
+    jobs = [planned("infer", True, bench=f"b{i}") for i in range(2)] + [planned("sft", True)]
+    measured = {"infer--e--b0": 600.0, "infer--e--b1": 300.0, "sft--e": 60.0}
+    assert measured_line(Plan("e", jobs, [], [], [], measured=measured)) == (
+        "time: 16.0 min one after another, as last measured here for 3 of the 3 jobs to run "
+        "(infer x 2 15.0, sft 1.0 min; logs/timings/)"
+    )
+
+
+def test_rows_without_a_preview() -> None:
+    plan = Plan("e", [planned("sft", True, "output missing")], [], [], [])
+    assert rows(plan)[0]["why"] == "output missing"

@@ -11,6 +11,7 @@ Snakemake, so both tools see a built workspace in seconds (the preview reads no 
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -427,3 +428,106 @@ def _experiment_values(values: dict) -> dict:
 
     del values  # the experiment as loaded (its extends: resolved), defaults filled in
     return load_experiment("tiny_shapes").model_dump(mode="json")
+
+
+def test_the_committed_dvc_lock_is_read_from_git(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert preview._committed_lock() == {}  # not a git repository
+    subprocess.run(["git", "init", "-q"], cwd=scratch, check=True)
+    assert preview._committed_lock() == {}  # no commit yet
+    lock(scratch, {"resolve": {"params": {"config/x.yaml": {"a": 1}}}})
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "add", "dvc.lock"], cwd=scratch, check=True)
+    subprocess.run([*git, "commit", "-qm", "lock"], cwd=scratch, check=True)
+    lock(scratch, {"resolve": {"params": {}}})  # the working copy has moved on
+    elsewhere = scratch / "sub"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # git runs in the project root, wherever the caller is
+    assert preview._committed_lock() == {"resolve": {"params": {"config/x.yaml": {"a": 1}}}}
+
+
+def test_a_resource_stage_is_explained_by_its_own_params_file(project: Path) -> None:
+    """The download of a dataset: its params file (results/ of no experiment) changed against
+    the values dvc.lock's resolve stage recorded of its config file."""
+    from vlrl.config import load_dataset
+    from vlrl.core import paths as vlrl_paths
+    from vlrl.workflow import resolve
+
+    name = "vlm_r1_rec"
+    source = f"config/datasets/{name}.yaml"
+    values = yaml.safe_load((project / source).read_text())
+    params = str(vlrl_paths.dataset_params_file(name))
+    ran = resolve.render("download", name, load_dataset(name).model_dump(mode="json"))
+    now = ran.replace(f"repo_id: {values['repo_id']}", "repo_id: other/repo")
+    (project / params).parent.mkdir(parents=True, exist_ok=True)
+    (project / params).write_text(now)
+    (project / "out").write_text("x")
+    lock(project, {
+        "resolve": {"params": {source: values}},
+        f"download--{name}": {"deps": [{"path": params, "md5": md5(ran)}]},
+    })  # fmt: skip
+    job = Job("download", {"dataset": name}, [params], ["out"], [], {}, "vlrl x", frozenset())
+    found = preview.explain([Planned(job, True, "Params changed")], {})
+    assert found.why == {
+        f"download--{name}": [f'config repo_id: "{values["repo_id"]}" → "other/repo"']
+    }
+
+
+def test_every_reason_of_a_job_is_kept(scratch: Path) -> None:
+    """A missing output and a changed value, inputs rebuilt first and inputs changed after
+    them, and two folders found newer (each reason added, none replacing another)."""
+    write(scratch, "late.txt")
+    (scratch / PARAMS).parent.mkdir(parents=True)
+    (scratch / PARAMS).write_text(EDITED)
+    lock(scratch, {"grpo--e": {"deps": [
+        {"path": PARAMS, "md5": md5(RAN)},
+        {"path": "made", "md5": "0"},
+        {"path": "late.txt", "md5": md5("before")},
+    ]}})  # fmt: skip
+    jobs = [
+        job_of("make", [], ["made"], exp=None),
+        job_of("grpo", ["made", PARAMS, "late.txt"], ["out"]),
+    ]
+    assert preview.explain(jobs, {PARAMS: RAN}).why["grpo--e"] == [
+        "output missing: out",
+        "config grpo.beta: 0.04 → 0.1",
+        "input late.txt changed",
+        "input made: rebuilt by make",
+    ]
+    write(scratch, "out_f")
+    (scratch / "f1").mkdir()
+    (scratch / "f2").mkdir()
+    lock(
+        scratch,
+        {"f--e": {"deps": [{"path": "f1", "md5": "1.dir"}, {"path": "f2", "md5": "2.dir"}]}},
+    )
+    found = preview.explain([job_of("f", ["f1", "f2"], ["out_f"], updated=("f1", "f2"))], {})
+    assert found.why["f--e"] == ["input f1, f2: newer than the outputs (folders not compared here)"]
+
+
+def test_what_dvc_runs_reaches_the_end_of_a_chain_listed_backwards(scratch: Path) -> None:
+    write(scratch, "in.txt", "o1", "o2", "o3")
+    lock(scratch, {
+        "a--e": {"deps": [{"path": "in.txt", "md5": md5("before")}]},
+        "b--e": {"deps": [{"path": "o1"}]},
+        "c--e": {"deps": [{"path": "o2"}]},
+    })  # fmt: skip
+    jobs = [
+        job_of("c", ["o2"], ["o3"]),
+        job_of("b", ["o1"], ["o2"]),
+        job_of("a", ["in.txt"], ["o1"]),
+    ]
+    found = preview.explain(jobs, {})
+    assert (found.snakemake_only, found.unknown) == ([], [])
+
+
+def test_a_key_set_to_null_is_a_change() -> None:
+    assert preview.key_changes("a: 1\n", "a: 1\nb: null\n") == ["b: (unset) → null"]
+    assert preview.key_changes("a: 1\nb: null\n", "a: 1\n") == ["b: null → (unset)"]
+
+
+def test_a_dvc_yaml_stage_without_deps_is_stale_for_a_job_with_inputs(scratch: Path) -> None:
+    (scratch / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"a--e": {"cmd": "x"}}}))
+    assert preview.stale([job_of("a", ["in"], ["out"])]) == ["a--e"]
+    assert preview.stale([job_of("a", [], ["out"])]) == []

@@ -224,7 +224,7 @@ def explain(planned: list[Planned], before: dict[str, str]) -> Preview:
     made_by = {out: name for name, p in runs.items() for out in p.job.output}
     found, state = Preview(), {}
     for name, item in runs.items():
-        reasons, state[name] = _reasons(item, name, lock.get(name), made_by, baselines)
+        reasons, state[name] = _reasons(item, lock.get(name), made_by, baselines)
         rebuilt: dict[str, list[str]] = {}
         for path in item.job.input:
             if made_by.get(path, name) != name:
@@ -266,7 +266,6 @@ def _params_path(item: Planned) -> tuple[str, str] | None:
 
 def _reasons(
     item: Planned,
-    name: str,
     entry: dict[str, Any] | None,
     made_by: dict[str, str],
     baselines: Baselines,
