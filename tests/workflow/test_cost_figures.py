@@ -375,3 +375,30 @@ def test_grpo_on_cpu_of_the_shapes_world() -> None:
     no_n = cost.grpo_estimate(sheet(cfg, model=tiny, n=None))
     assert [f.name for f in no_n.figures][-1] == cm.TOKENS
     assert no_n.assumptions == (cm.UNKNOWN_N,)
+
+
+def test_sft_on_the_shapes_world_reads_its_exact_picture_size() -> None:
+    tiny = load_model("tiny-qwen2.5-vl")
+    cfg = sft_cfg(gpus=0, source="shapes", image_max_pixels=50176)  # room for 64 tokens
+    est = cost.sft_estimate(sheet(cfg, model=tiny, n=1000), records=None)
+    assert est.get(cm.IMAGE_TOKENS) == 16  # 112 x 112, not the 50,176-pixel bound
+    assert est.get(cm.PROMPT_TOKENS_MAX) == 16 + 2 + 128
+
+
+def test_a_run_smaller_than_one_batch_still_takes_a_step_per_epoch() -> None:
+    est = cost.sft_estimate(sheet(sft_cfg()), records=10)  # 10 records, 2 x 8 ranks x 4 accum
+    assert est.get(cm.STEPS) == 3  # one per epoch
+
+
+def test_every_early_return_is_the_sft_stage() -> None:
+    for est in (
+        cost.sft_estimate(sheet(sft_cfg()), records=None),
+        cost.sft_estimate(sheet(sft_cfg(), n=None), records=100),
+    ):
+        assert (est.stage, est.label) == ("sft", "sft")
+    grpo = cost.grpo_estimate(sheet(grpo_cfg(), n=None))
+    assert (grpo.stage, grpo.label) == ("grpo", "grpo")
+    infer = cost.infer_estimate(sheet(infer_cfg(), n=None), "base", cm.Benchmark("b", 1))
+    assert (infer.stage, infer.label) == ("infer", "infer base x b")
+    unknown = cost.infer_estimate(sheet(infer_cfg()), "base", cm.Benchmark("b", None))
+    assert (unknown.stage, unknown.label) == ("infer", "infer base x b")

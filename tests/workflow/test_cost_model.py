@@ -181,3 +181,20 @@ def test_the_shared_assumptions_and_an_unknown_gpu(project) -> None:
     with pytest.raises(ValueError) as info:
         cost.estimate(cfg, model, assumptions=cm.Assumptions(gpu="v100"))
     assert str(info.value) == "Assumptions.gpu 'v100' is not one of ['a100', 'h100', 'h200']"
+
+
+def test_a_stage_of_no_hours_adds_none() -> None:
+    est = CostEstimate(1, (stage("sft", 0.0), stage("grpo", 4.0)), SHARED)
+    assert est.known_hours() == (4.0, 0.5, [])
+    assert est.summary()[0] == (
+        "compute: 4.00 GPU-hours (sft 0.00, grpo 4.00), 0.50 h wall-clock one after another"
+    )
+    assert est.lines()[-2:] == ["", "total: 4.00 GPU-hours (sft 0.00, grpo 4.00), 0.50 h "
+                                "wall-clock one after another"]  # fmt: skip
+
+
+def test_cpu_stages_without_flops_add_none() -> None:
+    est = CostEstimate(None, (StageEstimate("sft", "sft", 2, False, ()),), SHARED)
+    assert est.summary() == [
+        "compute: on CPUs only (2 process(es) at most), no GPU-hours; 0 FLOP in all"
+    ]

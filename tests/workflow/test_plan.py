@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -329,3 +330,69 @@ def test_the_disk_names_every_download_of_unstated_size() -> None:
     assert disk(training(sft=False, grpo=False), None, found)[0] == (
         "downloads", None, "the sizes the configs state; not stated: u, v"
     )  # fmt: skip
+
+
+def test_the_estimate_of_a_hub_recipe_from_its_configs(project: Path) -> None:
+    """The typical picture of the training data, each benchmark's items (its subsample and
+    max_items), budget and pictures, as the configs state them (vlm_r1_rec: 640 x 480)."""
+    from vlrl.config import load_experiment, load_model
+    from vlrl.workflow.plan import _estimate
+
+    config_file(project, "benchmarks", "capped", "loader: records\ndataset: vlm_r1_rec\n"
+                "file: f.jsonl\nmax_items: 500\nsubsample: {n: 2000, seed: 1}\n")  # fmt: skip
+    config_file(project, "benchmarks", "sampled", "loader: records\ndataset: vlm_r1_rec\n"
+                "file: f.jsonl\nmax_items: 5000\nsubsample: {n: 2000, seed: 1}\n")  # fmt: skip
+    config_file(project, "benchmarks", "uncounted", "loader: records\ndataset: mmmu\n"
+                "file: f.jsonl\n")  # fmt: skip
+    cfg = load_experiment("vlm_r1_rec")
+    cfg = cfg.model_copy(update={"benchmarks": ["refcoco_val", "capped", "sampled", "uncounted"],
+                                 "checkpoints": ["base"]})  # fmt: skip
+    est = _estimate(cfg, load_model(cfg.base_model), 1000)
+    stages = {s.label: s for s in est.stages}
+    picture = "480x640 px within [3136, 12845056] pixels / 28²"
+    grpo = stages["grpo"]
+    assert {f.name: f.basis for f in grpo.figures}["image tokens/image"].startswith("480x640 px")
+    assert grpo.get("epochs") is not None  # the records given
+    refcoco = stages["infer base x refcoco_val"]
+    assert refcoco.get("items") == 2000  # its subsample
+    assert refcoco.get("generated tokens (max)") == 2000 * 256  # its own max_new_tokens
+    assert {f.name: f.basis for f in refcoco.figures}["image tokens/image"] == picture
+    assert stages["infer base x capped"].get("items") == 500
+    assert stages["infer base x sampled"].get("items") == 2000
+    uncounted = stages["infer base x uncounted"]
+    assert uncounted.get("items") is None
+    # mmmu states no picture size: the typical one assumed (the training data's)
+    assert {f.name: f.basis for f in uncounted.figures}["image tokens/image"] == picture
+
+
+def test_the_plan_of_an_experiment_dvc_does_not_track(scratch_copy, monkeypatch) -> None:
+    """An experiment outside params.yaml (so outside dvc.yaml) with servers, a reported run and
+    its data stage's records; a params file the DAG build rewrites is put back as it was."""
+    from vlrl.config import load_experiment
+    from vlrl.core import paths as vlrl_paths
+    from vlrl.workflow.plan import make_plan
+
+    exp, root = "sophiavl_r1", scratch_copy.root
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("VLRL_ROOT", str(root))
+    cfg = load_experiment(exp)
+    stale = root / vlrl_paths.stage_params_file(exp, "grpo")
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("grpo: {beta: 99}\n")
+    os.utime(stale, ns=(1_000_000_000, 2_000_000_000))
+    records = root / "results" / exp / "data" / "train.jsonl"
+    records.parent.mkdir(parents=True, exist_ok=True)
+    records.write_text('{"a": 1}\n' * 8)
+    try:
+        plan = make_plan(exp)
+    finally:
+        restored = (stale.read_text(), stale.stat().st_mtime_ns)
+        shutil.rmtree(root / "results" / exp)
+    assert restored == ("grpo: {beta: 99}\n", 2_000_000_000)
+    assert not plan.tracked and plan.stale == []
+    assert [s.key for s in plan.servers] == ["grpo.trust.reward_model", "score.judge"]
+    assert plan.reported == cfg.reported is not None
+    assert any(j.job.wildcards.get("exp") == exp for j in plan.jobs)
+    grpo = next(s for s in plan.estimate.stages if s.label == "grpo")
+    prompts = grpo.get("steps") * grpo.get("prompts/step") / cfg.grpo.num_iterations
+    assert grpo.get("epochs") == prompts / 8  # the data stage's 8 records

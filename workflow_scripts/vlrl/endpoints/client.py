@@ -212,7 +212,7 @@ class EndpointClient:
         parse: Callable[[str], T],
         progress: Callable[[], None] | None,
     ) -> list[Answer[T] | Failure]:
-        if self.cfg.endpoint_id is None:  # no URL either: its cached replies have no name
+        if self.cache is not None and self.cfg.endpoint_id is None:  # no URL either: no key
             raise ConfigError(
                 f"{self.label}: serve is set but its server is not started, and the config has "
                 "no endpoint_id to find its cached replies by; name it with "
