@@ -180,7 +180,15 @@ def _mutmut(workspace: Path, *args: str, capture: bool = False) -> subprocess.Co
     # pytest_add_cli_args: mutmut would discard every result when those change.
     # Tests that start a real model server take seconds each, per mutant: the fake endpoint's
     # tests (tests/scoring/test_judge_endpoint.py) cover the same paths.
-    env["PYTEST_ADDOPTS"] = f"--timeout {PER_TEST_TIMEOUT_S} -k 'not model_server'"
+    # The thread method: a mutant's test blocked in C code (a lock inherited through mutmut's
+    # fork) never runs the signal method's handler, and takes no CPU time either.
+    env["PYTEST_ADDOPTS"] = (
+        f"--timeout {PER_TEST_TIMEOUT_S} --timeout-method thread -k 'not model_server'"
+    )
+    # mutmut forks each mutant's run from a process that ran every test once: a thread pool
+    # started there (torch's OpenMP one, by the tiny model's tests) is gone in the child, which
+    # then waits on it for ever at its first parallel op. One thread: no pool to lose.
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = "1"
     mutmut = Path(sys.executable).with_name("mutmut")
     return subprocess.run(
         [str(mutmut), *args], cwd=workspace, env=env, text=True, capture_output=capture

@@ -86,9 +86,7 @@ def test_the_rank_leaves_its_process_group_flushes_and_exits_0(
         raise Exited
 
     monkeypatch.setattr(os, "_exit", exit_)
-    dist.init_process_group(
-        "gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1
-    )
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
     try:
         with pytest.raises(Exited):
             exit_finished_rank()
