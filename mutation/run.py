@@ -44,7 +44,7 @@ TARGETS: dict[str, list[str]] = {
     "stage_deps": ["vlrl/workflow/stage_deps.py"],
     "checkpoints": ["vlrl/cluster/checkpoints.py"],
     "preemption": ["vlrl/cluster/preemption.py", "vlrl/cluster/timelimit.py"],
-    "distributed": ["vlrl/cluster/distributed.py"],
+    "distributed": ["vlrl/cluster/distributed.py", "vlrl/cluster/rank_exit.py"],
     "sharing": ["vlrl/sharing.py"],
     "cores": ["vlrl/workflow/cores.py"],
     "server_gpus": ["vlrl/serving/gpus.py"],

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 
-from vlrl.cluster import distributed
-from vlrl.cluster.distributed import exit_finished_rank, report_aborts
+from vlrl.cluster import rank_exit
+from vlrl.cluster.rank_exit import exit_finished_rank, report_aborts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def test_a_finished_rank_exits_0_past_an_abort_in_the_interpreters_finalization(
         f"""
         import atexit, logging, os, sys
         import torch.distributed as dist
-        from vlrl.cluster.distributed import exit_finished_rank
+        from vlrl.cluster.rank_exit import exit_finished_rank
 
         dist.init_process_group("gloo", init_method="file://{tmp_path}/store", rank=0,
                                 world_size=1)
@@ -147,7 +147,7 @@ def test_an_aborting_rank_prints_every_threads_stack(tmp_path: Path) -> None:
     died = run_script(
         """
         import os, threading, time
-        from vlrl.cluster.distributed import report_aborts
+        from vlrl.cluster.rank_exit import report_aborts
 
         def the_other_threads_work():
             time.sleep(60)
@@ -166,6 +166,6 @@ def test_an_aborting_rank_prints_every_threads_stack(tmp_path: Path) -> None:
 
 def test_report_aborts_asks_for_every_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[dict] = []
-    monkeypatch.setattr(distributed.faulthandler, "enable", lambda **kw: asked.append(kw))
+    monkeypatch.setattr(rank_exit.faulthandler, "enable", lambda **kw: asked.append(kw))
     report_aborts()
     assert asked == [{"all_threads": True}]

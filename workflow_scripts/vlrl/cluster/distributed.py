@@ -24,8 +24,6 @@ The commands are built by pure functions (tested for 1 GPU, 8 GPUs and 2 nodes x
 
 from __future__ import annotations
 
-import contextlib
-import faulthandler
 import hashlib
 import logging
 import os
@@ -33,7 +31,6 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
 
 from vlrl.cluster.container import node_task
 from vlrl.config import StageResources
@@ -388,32 +385,3 @@ def llamafactory_command(
     env.update(MASTER_ADDR=rdzv.host, MASTER_PORT=str(rdzv.port))
     node_task = relayed(["bash", "-c", NODE_RANK_FROM_SLURM, *cmd])
     return [*srun_per_node(topo, rdzv), *node_task], env
-
-
-def report_aborts() -> None:
-    """Have this process print every thread's Python stack if it dies of a fatal signal (an
-    abort in C++ code, a segmentation fault), so a rank that aborts says where, in its log."""
-    faulthandler.enable(all_threads=True)
-
-
-def exit_finished_rank() -> NoReturn:
-    """End a torchrun rank whose work is done and written: leave the process group together
-    (a barrier, then ``destroy_process_group``, which joins gloo's threads), flush the logs, and
-    exit 0 without the interpreter's finalization.
-
-    Why not return: in that finalization (atexit handlers, then the C++ libraries' static
-    destructors) a rank that finished everything can still abort ("terminate called without
-    an active exception", exit -6), as the second rank of a resumed ZeRO-3 GRPO run did in CI
-    after the final model was saved; torchrun then fails the stage. Nothing a finished rank
-    still needs happens there: its files are closed and the trainer's callbacks have ended.
-    """
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # closed or gone: nothing to flush
-            stream.flush()
-    os._exit(0)

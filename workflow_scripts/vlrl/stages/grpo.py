@@ -46,15 +46,14 @@ from vlrl.cluster import preemption
 from vlrl.cluster.distributed import (
     Topology,
     deepspeed_env,
-    exit_finished_rank,
     rendezvous_for,
-    report_aborts,
     stage_step_command,
     topology,
     torchrun_command,
 )
 from vlrl.cluster.launch import run_group
 from vlrl.cluster.preemption import STOP_AT_ENV, stop_on_signals, stop_time
+from vlrl.cluster.rank_exit import exit_finished_rank, report_aborts
 from vlrl.cluster.relay import RELAYED_ENV, TERM_GRACE_S
 from vlrl.cluster.threads import cpu_kernel_report
 from vlrl.config import ExperimentConfig, GRPOConfig
