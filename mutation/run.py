@@ -54,6 +54,7 @@ TARGETS: dict[str, list[str]] = {
     ],
     "plan": [f"vlrl/workflow/{name}.py" for name in ("plan", "plan_text", "cost", "cost_model")],
     "endpoints": ["vlrl/endpoints/*"],
+    "items": ["vlrl/items/*"],
 }
 TESTS: dict[str, list[str]] = {
     "rewards": ["tests/rewards"],
@@ -105,6 +106,17 @@ TESTS: dict[str, list[str]] = {
         "tests/generation/test_openai.py",
         "tests/scoring/test_judge_client.py",
         "tests/serving/test_server_identity.py",
+    ],
+    "items": [
+        "tests/items",
+        "tests/data/formats",
+        "tests/test_benchmark_adapters.py",
+        "tests/scoring",
+        "tests/stages/test_score.py",
+        "tests/stages/test_data.py",
+        "tests/reporting/test_gallery.py",
+        "tests/rewards/test_vlm_r1.py",
+        "tests/algorithms/test_trl_setup.py",
     ],
 }
 # Pipeline tests (training, whole DAGs) are too slow to run per mutant; unit tests cover these

@@ -60,12 +60,58 @@ def saved(checkpoint: Path) -> bool:
     )
 
 
-class Capture(threading.Thread):
-    """Copies each checkpoint of ``folder`` once saved, while a run writes (and rotates) them."""
+def stage_processes(root: Path, *words: str) -> list[int]:
+    """The live processes working in ``root`` whose command line holds every one of ``words``
+    (a stage's launcher, torchrun and its ranks)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+            cwd = Path(os.readlink(cmdline.parent / "cwd"))
+        except OSError:
+            continue
+        text = b" ".join(args).decode(errors="replace")
+        if cwd == root.resolve() and all(word in text for word in words):
+            found.append(int(cmdline.parent.name))
+    return found
 
-    def __init__(self, folder: Path, dest: Path) -> None:
+
+@contextlib.contextmanager
+def frozen(pids: list[int]):
+    """SIGSTOP ``pids`` for the block's time, then SIGCONT them."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+def loads(checkpoint: Path) -> bool:
+    """Every rank's RNG state of a copied checkpoint reads back whole (not caught mid-write)."""
+    import torch
+
+    try:
+        for rank in range(RANKS):
+            torch.load(checkpoint / f"rng_state_{rank}.pth", weights_only=False)
+    except Exception:  # a file cut short: torch raises several kinds
+        return False
+    return True
+
+
+class Capture(threading.Thread):
+    """Copies each checkpoint a GRPO stage of ``exp`` saves under ``folder``, with the stage's
+    processes stopped while it copies: a toy run saves, rotates and removes its checkpoints
+    within a second, faster than a copy taken while it runs could be relied on."""
+
+    def __init__(self, root: Path, exp: str, dest: Path) -> None:
         super().__init__(daemon=True)
-        self.folder, self.dest, self.done = folder, dest, threading.Event()
+        self.root, self.exp, self.dest = root, exp, dest
+        self.folder = root / "results" / exp / "grpo_checkpoints"
+        self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.is_set():
@@ -73,12 +119,14 @@ class Capture(threading.Thread):
                 copy = self.dest / path.name
                 if copy.exists() or not saved(path):
                     continue
-                time.sleep(0.5)  # the last rank's RNG state may still be being written
-                try:
-                    shutil.copytree(path, copy)
-                except (OSError, shutil.Error):  # rotated away meanwhile
-                    shutil.rmtree(copy, ignore_errors=True)
-            time.sleep(0.2)
+                with frozen(stage_processes(self.root, "vlrl.stages.grpo", self.exp)):
+                    try:
+                        shutil.copytree(path, copy)
+                    except (OSError, shutil.Error):  # removed before the processes stopped
+                        shutil.rmtree(copy, ignore_errors=True)
+                if copy.exists() and not loads(copy):  # caught mid-write: the next look retries
+                    shutil.rmtree(copy)
+            time.sleep(0.05)
 
 
 def descendants(root: int) -> list[int]:
@@ -127,7 +175,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict:
     project.env |= {"VLRL_VENV": str(ENGINES)}
     project("vlrl", "check")
     results = project.root / "results"
-    capture = Capture(results / SWAP / "grpo_checkpoints", tmp / "captured" / SWAP)
+    capture = Capture(project.root, SWAP, tmp / "captured" / SWAP)
     capture.start()
 
     # SFT ZeRO-2 and GRPO ZeRO-3 of EXP, killed once GRPO's first checkpoint is saved
@@ -143,7 +191,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> dict:
         )
         deadline = time.time() + DEADLINE_S
         while time.time() < deadline and proc.poll() is None and not saved(first):
-            time.sleep(0.2)
+            time.sleep(0.05)
         running = proc.poll() is None
         kill_tree(proc.pid)
         proc.wait()
