@@ -55,6 +55,12 @@ TARGETS: dict[str, list[str]] = {
     "plan": [f"vlrl/workflow/{name}.py" for name in ("plan", "plan_text", "cost", "cost_model")],
     "endpoints": ["vlrl/endpoints/*"],
     "items": ["vlrl/items/*"],
+    "serving": [
+        f"vlrl/serving/{name}.py" for name in ("commands", "servers", "served_models", "trl_vllm")
+    ],
+    "data": ["vlrl/data/convert.py", "vlrl/data/validate.py", "vlrl/data/formats/*"],
+    "report": ["vlrl/reporting/*"],
+    "stages": ["vlrl/stages/*"],
 }
 TESTS: dict[str, list[str]] = {
     "rewards": ["tests/rewards"],
@@ -118,6 +124,28 @@ TESTS: dict[str, list[str]] = {
         "tests/rewards/test_vlm_r1.py",
         "tests/algorithms/test_trl_setup.py",
     ],
+    "serving": [
+        "tests/serving",
+        "tests/scoring/test_judge.py",
+        "tests/scoring/test_judging.py",
+        "tests/endpoints/test_client.py",
+        "tests/algorithms/test_trl_setup.py",
+    ],
+    "data": [
+        "tests/data",
+        "tests/stages/test_data.py",
+        "tests/stages/test_sft.py",
+        "tests/items/test_prompts.py",
+        "tests/items/test_prompts_released.py",
+        "tests/test_benchmark_adapters.py",
+    ],
+    "report": ["tests/reporting"],
+    "stages": [
+        "tests/stages",
+        "tests/algorithms/test_recipes.py",
+        "tests/algorithms/test_schedule.py",
+        "tests/workflow/test_cost.py",
+    ],
 }
 # Pipeline tests (training, whole DAGs) are too slow to run per mutant; unit tests cover these
 # modules.
@@ -127,6 +155,8 @@ PER_TEST_TIMEOUT_S = 60
 
 # Checkout files the tests read, linked into the workspace.
 LINKED = ["params.yaml", "Snakefile", "config", "rules", "envs", "profiles", "dvc.yaml", "dvc.lock"]
+# and LLaMA-Factory's environment, which the SFT frame tests run the released code in
+LINKED += [".venv-sft"]
 
 STATUS_LINE = re.compile(r"^\s+(?P<name>\S+__mutmut_\d+): (?P<status>.+)$")
 
@@ -177,7 +207,7 @@ def prepare(group: str, fresh: bool) -> Path:
         f"pytest_add_cli_args_test_selection = {_toml_list(selection)}\n"
         "use_git_change_detection = false\n"
         "[tool.pytest.ini_options]\n"
-        'markers = ["slow", "reproduction", "smoke", "gpu", "network"]\n'
+        'markers = ["slow", "reproduction", "smoke", "gpu", "network", "model_server"]\n'
         'filterwarnings = ["ignore::DeprecationWarning"]\n'
     )
     return workspace

@@ -230,6 +230,7 @@ def test_the_tiny_models_shape_is_its_own() -> None:
 
 def test_placement() -> None:
     assert cost._placement(NS(gpus=8, nodes=2), 3) == (True, 16, "8 GPUs x 2 node(s)")
+    assert cost._placement(NS(gpus=1, nodes=1), 3) == (True, 1, "1 GPUs x 1 node(s)")
     assert cost._placement(NS(gpus=0, nodes=1), 3) == (False, 3, "3 process(es)")
 
 
@@ -395,10 +396,75 @@ def test_every_early_return_is_the_sft_stage() -> None:
         cost.sft_estimate(sheet(sft_cfg()), records=None),
         cost.sft_estimate(sheet(sft_cfg(), n=None), records=100),
     ):
-        assert (est.stage, est.label) == ("sft", "sft")
+        assert (est.stage, est.label, est.devices, est.on_gpu) == ("sft", "sft", 8, True)
     grpo = cost.grpo_estimate(sheet(grpo_cfg(), n=None))
-    assert (grpo.stage, grpo.label) == ("grpo", "grpo")
-    infer = cost.infer_estimate(sheet(infer_cfg(), n=None), "base", cm.Benchmark("b", 1))
-    assert (infer.stage, infer.label) == ("infer", "infer base x b")
-    unknown = cost.infer_estimate(sheet(infer_cfg()), "base", cm.Benchmark("b", None))
-    assert (unknown.stage, unknown.label) == ("infer", "infer base x b")
+    assert (grpo.stage, grpo.label, grpo.devices, grpo.on_gpu) == ("grpo", "grpo", 8, True)
+    for items, n in ((1, None), (None, N)):
+        bench = cm.Benchmark("b", items)
+        infer = cost.infer_estimate(sheet(infer_cfg(gpus=2), n=n), "base", bench)
+        assert (infer.stage, infer.label, infer.devices, infer.on_gpu) == (
+            "infer", "infer base x b", 2, True
+        )  # fmt: skip
+
+
+def test_inference_spends_no_training_flops() -> None:
+    """A one-parameter model, so that a training FLOP counted in would show in the hours."""
+    bench = cm.Benchmark("b", 1, max_new_tokens=2)
+    est = cost.infer_estimate(sheet(infer_cfg(), n=1), "base", bench)
+    flops = 2 * 1 * (1 * (16384 + 130) + 2 * 0.5)
+    assert est.get(cm.FLOPS) == flops
+    assert est.get(cm.GPU_HOURS) == pytest.approx(flops / 0.03 / H100, rel=1e-12)
+
+
+def test_activations_say_whether_they_are_recomputed() -> None:
+    est = sheet(NS())
+    for ckpt, per, word in ((True, 2, "recomputed"), (False, 34, "no recomputation")):
+        value, basis = est.activations(10, 5, ckpt)
+        assert value == 10 * H * LAYERS * per + 5 * VOCAB * 4
+        assert basis == (
+            f"activations of 10 tokens/micro-batch x {per}·h·L B (h {H}, L {LAYERS}: "
+            f"{SHAPE_SRC}; {word}) + fp32 logits of 5 tokens x vocab {VOCAB}"
+        )
+
+
+def test_a_figure_not_known_adds_nothing() -> None:
+    est = sheet(NS())
+    assert est.add("records", None, "not known") == 0.0
+    assert est.add("records", 7, "known") == 7
+    assert figures(est.done("sft", "sft", 1, False)) == [
+        ("records", None, "not known", ""), ("records", 7, "known", "")
+    ]  # fmt: skip
+
+
+def test_the_tiny_models_counts_are_whole_numbers() -> None:
+    """The plan prints them with thousands separators: a float would print as "1,234.0"."""
+    tiny = load_model("tiny-qwen2.5-vl")
+    n = cm.tiny_parameter_count(tiny.tiny)
+    shape, _ = sheet(NS(), model=tiny, n=n).shape()
+    assert all(type(value) is int for value in (n, *shape))
+    assert type(sheet(NS(), model=tiny, n=n).trainable(8, False)) is int
+
+
+def estimate_cfg(sft: bool, grpo: bool) -> NS:
+    cfg = sft_cfg()
+    cfg.sft.enabled = sft
+    cfg.grpo = grpo_cfg().grpo
+    cfg.grpo.enabled = grpo
+    cfg.resources.grpo = NS(gpus=8, nodes=1)
+    cfg.checkpoints = ["base"]
+    cfg.infer = infer_cfg().infer
+    cfg.resources.infer = NS(gpus=1)
+    return cfg
+
+
+@pytest.mark.parametrize(("sft", "grpo"), [(True, False), (False, True), (True, True)])
+def test_the_estimate_has_the_enabled_stages_with_their_records(sft: bool, grpo: bool) -> None:
+    bench = cm.Benchmark("b", 3)
+    est = cost.estimate(estimate_cfg(sft, grpo), HUB, sft_records=1000, grpo_records=40,
+                        benchmarks=[bench])  # fmt: skip
+    stages = {s.label: s for s in est.stages}
+    assert list(stages) == ["sft"] * sft + ["grpo"] * grpo + ["infer base x b"]
+    if sft:
+        assert stages["sft"].get("records") == 1000
+    if grpo:
+        assert stages["grpo"].get("epochs") == 100 * (64 / 8) / 2 / 40

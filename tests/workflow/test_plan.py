@@ -392,7 +392,71 @@ def test_the_plan_of_an_experiment_dvc_does_not_track(scratch_copy, monkeypatch)
     assert not plan.tracked and plan.stale == []
     assert [s.key for s in plan.servers] == ["grpo.trust.reward_model", "score.judge"]
     assert plan.reported == cfg.reported is not None
+    assert plan.unknown == dict(cfg.unknown) and plan.unknown  # both stated by the recipe
+    assert plan.deviations == dict(cfg.deviations) and plan.deviations
     assert any(j.job.wildcards.get("exp") == exp for j in plan.jobs)
     grpo = next(s for s in plan.estimate.stages if s.label == "grpo")
     prompts = grpo.get("steps") * grpo.get("prompts/step") / cfg.grpo.num_iterations
     assert grpo.get("epochs") == prompts / 8  # the data stage's 8 records
+
+
+def test_the_estimate_of_a_shapes_benchmark_its_pictures_and_sft_records(project: Path) -> None:
+    """A benchmark's own item cap on the shapes world, a benchmark's pictures where its dataset
+    states a size other than the training data's, and the SFT records the plan knows."""
+    from vlrl.config import load_experiment, load_model
+    from vlrl.workflow.plan import _estimate
+
+    config_file(project, "benchmarks", "capped", "loader: records\ndataset: vlm_r1_rec\n"
+                "file: f.jsonl\nmax_items: 500\n")  # fmt: skip
+    rec = (project / "config" / "datasets" / "vlm_r1_rec.yaml").read_text()
+    config_file(project, "datasets", "small_pictures",
+                rec.replace("image_size: [640, 480]", "image_size: [320, 240]"))  # fmt: skip
+    config_file(project, "benchmarks", "small", "loader: records\ndataset: small_pictures\n"
+                "file: f.jsonl\nmax_items: 10\n")  # fmt: skip
+    shapes = load_experiment("tiny_shapes")
+    shapes = shapes.model_copy(update={"benchmarks": ["capped"], "checkpoints": ["base"]})
+    est = _estimate(shapes, load_model(shapes.base_model), 40)
+    assert {s.label: s for s in est.stages}["infer base x capped"].get("items") == 500
+    sft = load_experiment("vlm_r1_rec_sft")
+    assert sft.sft.enabled and sft.sft.max_samples is None
+    sft = sft.model_copy(update={"benchmarks": ["small"], "checkpoints": ["base"]})
+    stages = {s.label: s for s in _estimate(sft, load_model(sft.base_model), 1000).stages}
+    assert stages["sft"].get("records") == 1000
+    bases = {f.name: f.basis for f in stages["infer base x small"].figures}
+    assert bases["image tokens/image"].startswith("240x320 px")  # not the training's 480x640
+
+
+def test_a_plan_of_stale_dvc_stages_measured_jobs_and_its_own_experiment_only(
+    scratch_copy, monkeypatch, caplog
+) -> None:
+    """What make_plan gathers beside the jobs: dvc.yaml's stages that lag the DAG, the times a
+    Snakemake run measured, and no "wrote" line per params file; params.yaml's other
+    experiments (here one that does not exist) play no part in the plan of one."""
+    import yaml
+
+    from vlrl.workflow.plan import make_plan
+
+    root = scratch_copy.root
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("VLRL_ROOT", str(root))
+    dvc_yaml, params = (root / "dvc.yaml").read_text(), (root / "params.yaml").read_text()
+    timing = root / "logs" / "timings" / "sft" / "tiny_shapes.tsv"
+    try:
+        stages = yaml.safe_load(dvc_yaml)
+        del stages["stages"]["report--tiny_shapes"]
+        (root / "dvc.yaml").write_text(yaml.safe_dump(stages))
+        timing.parent.mkdir(parents=True)
+        timing.write_text("s\th:m:s\n42.5\t0:00:42\n")
+        caplog.set_level(logging.INFO)
+        plan = make_plan("tiny_shapes")
+        assert plan.tracked and plan.stale == ["report--tiny_shapes"]
+        assert plan.measured == {"sft--tiny_shapes": 42.5}
+        assert not [r for r in caplog.records if r.name == "vlrl.workflow.resolve"]
+        (root / "params.yaml").write_text(yaml.safe_dump({"experiments": ["no_such_recipe"]}))
+        alone = make_plan("tiny_shapes")
+        assert not alone.tracked and alone.stale == []
+        assert [p.job.rule for p in alone.jobs] == [p.job.rule for p in plan.jobs]
+    finally:
+        (root / "dvc.yaml").write_text(dvc_yaml)
+        (root / "params.yaml").write_text(params)
+        shutil.rmtree(root / "logs", ignore_errors=True)

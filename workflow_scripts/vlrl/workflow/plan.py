@@ -28,8 +28,6 @@ from vlrl.workflow.plan_text import render, rows
 
 __all__ = ["Plan", "make_plan", "render", "rows"]
 
-GB = 1e9
-
 
 @dataclass(frozen=True)
 class Download:
@@ -80,10 +78,6 @@ class Plan:
     @property
     def to_run(self) -> list[Planned]:
         return [p for p in self.jobs if p.needed]
-
-
-def _size(value: int | None) -> str:
-    return "size unknown" if value is None else f"{value / GB:,.2f} GB"
 
 
 def downloads(cfg: Any) -> list[Download]:
