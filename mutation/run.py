@@ -155,8 +155,9 @@ PER_TEST_TIMEOUT_S = 60
 
 # Checkout files the tests read, linked into the workspace.
 LINKED = ["params.yaml", "Snakefile", "config", "rules", "envs", "profiles", "dvc.yaml", "dvc.lock"]
-# and LLaMA-Factory's environment, which the SFT frame tests run the released code in
-LINKED += [".venv-sft"]
+# and the side environments tests run code in: LLaMA-Factory's (the SFT frames), sympy's LaTeX
+# parser's (SATORI's OlympiadBench judge)
+LINKED += [".venv-sft", ".venv-latex"]
 
 STATUS_LINE = re.compile(r"^\s+(?P<name>\S+__mutmut_\d+): (?P<status>.+)$")
 

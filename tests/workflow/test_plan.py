@@ -434,6 +434,7 @@ def test_a_plan_of_stale_dvc_stages_measured_jobs_and_its_own_experiment_only(
     experiments (here one that does not exist) play no part in the plan of one."""
     import yaml
 
+    from vlrl.workflow import dag as plan_module
     from vlrl.workflow.plan import make_plan
 
     root = scratch_copy.root
@@ -448,10 +449,18 @@ def test_a_plan_of_stale_dvc_stages_measured_jobs_and_its_own_experiment_only(
         timing.parent.mkdir(parents=True)
         timing.write_text("s\th:m:s\n42.5\t0:00:42\n")
         caplog.set_level(logging.INFO)
-        plan = make_plan("tiny_shapes")
+
+        def planned_jobs(*args, **kwargs):  # another logger's line during the DAG build
+            logging.getLogger("vlrl.workflow.dag").info("building the DAG")
+            return plan_module.planned_jobs(*args, **kwargs)
+
+        with monkeypatch.context() as patched:
+            patched.setattr("vlrl.workflow.plan.planned_jobs", planned_jobs)
+            plan = make_plan("tiny_shapes")
         assert plan.tracked and plan.stale == ["report--tiny_shapes"]
         assert plan.measured == {"sft--tiny_shapes": 42.5}
         assert not [r for r in caplog.records if r.name == "vlrl.workflow.resolve"]
+        assert "building the DAG" in [r.getMessage() for r in caplog.records]  # not all quieted
         (root / "params.yaml").write_text(yaml.safe_dump({"experiments": ["no_such_recipe"]}))
         alone = make_plan("tiny_shapes")
         assert not alone.tracked and alone.stale == []
