@@ -45,12 +45,19 @@ def outcome(fn, *args, **kwargs):
 
 
 def agree(judges, method: str, *args, **kwargs):
-    """``method`` of both judges on the same arguments (lists copied: ``judge`` consumes its
-    precision list); their common outcome."""
+    """``method`` of both judges on the same arguments, each on copies of the lists (``judge``
+    consumes its precision list, and a test's parameters must outlive a run: mutmut runs the
+    suite twice in one process); their common outcome."""
     port, reference = judges
-    copy = [list(a) if isinstance(a, list) else a for a in args]
-    kwcopy = {k: list(v) if isinstance(v, list) else v for k, v in kwargs.items()}
-    ours = outcome(getattr(port, method), *args, **kwargs)
+
+    def fresh():
+        return (
+            [list(a) if isinstance(a, list) else a for a in args],
+            {k: list(v) if isinstance(v, list) else v for k, v in kwargs.items()},
+        )
+
+    (ours_args, ours_kwargs), (copy, kwcopy) = fresh(), fresh()
+    ours = outcome(getattr(port, method), *ours_args, **ours_kwargs)
     theirs = outcome(getattr(reference, method), *copy, **kwcopy)
     assert ours == theirs, (method, args, kwargs)
     return ours
