@@ -190,8 +190,14 @@ def prepare(group: str, fresh: bool) -> Path:
     mutants = workspace / "mutants"
     mutants.mkdir(exist_ok=True)
     for name, target in [*((n, ROOT / n) for n in LINKED), ("workflow_scripts", Path("src"))]:
-        if not (mutants / name).is_symlink():
-            (mutants / name).symlink_to(target)
+        link = mutants / name
+        if link.is_symlink():
+            continue
+        if link.is_dir():  # a run's test (under a mutant) wrote there: the link again
+            shutil.rmtree(link)
+        elif link.exists():
+            link.unlink()
+        link.symlink_to(target)
     # mutmut puts mutants/ on sys.path: the plugin that empties caches between tests
     shutil.copy2(ROOT / "mutation" / "fresh_caches.py", mutants / "fresh_caches.py")
     only = [f"src/{glob}" for glob in TARGETS[group]]

@@ -145,6 +145,9 @@ def test_the_handover_works_in_the_project_root_from_anywhere(
     assert set(_locked(root)) == {"resolve", "make--e"}
     # `vlrl dvc-yaml` too (it finds the project from its working directory here)
     monkeypatch.delenv("VLRL_ROOT")
+    (root / "dvc.lock").unlink()
+    assert handover.after_snakemake(jobs, root) == ["resolve", "make--e"]  # the root given
+    assert set(_locked(root)) == {"resolve", "make--e"}
     stale = [_job("make", "e", ["x", "new.py"], ["y"])]
     with pytest.raises(VlrlError, match=f"error: {root}/Snakefile: no Snakefile"):
         handover.after_snakemake(stale, root)

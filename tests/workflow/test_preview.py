@@ -531,3 +531,38 @@ def test_a_dvc_yaml_stage_without_deps_is_stale_for_a_job_with_inputs(scratch: P
     (scratch / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"a--e": {"cmd": "x"}}}))
     assert preview.stale([job_of("a", ["in"], ["out"])]) == ["a--e"]
     assert preview.stale([job_of("a", [], ["out"])]) == []
+
+
+def test_the_baseline_is_rendered_from_the_recorded_values_not_todays(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values dvc.lock recorded that today's config files no longer hold (an experiment's GRPO
+    beta, a dataset's repo) render the params file the stage ran with, and so the change."""
+    from vlrl.config import load_dataset
+    from vlrl.core import paths as vlrl_paths
+    from vlrl.workflow import resolve
+
+    monkeypatch.setenv("VLRL_ROOT", str(project))
+    source = resolve.config_file("grpo", "tiny_shapes").relative_to(project).as_posix()
+    values = yaml.safe_load((project / source).read_text())
+    values.setdefault("grpo", {})["beta"] = 0.5
+    ran = preview._render("grpo", "tiny_shapes", {source: values})
+    assert "beta: 0.5\n" in ran and ran != resolve.render("grpo", "tiny_shapes")
+
+    name = "vlm_r1_rec"
+    source = f"config/datasets/{name}.yaml"
+    values = yaml.safe_load((project / source).read_text())
+    today = load_dataset(name)
+    recorded = today.model_copy(update={"repo_id": "old/repo"})
+    ran = resolve.render("download", name, recorded.model_dump(mode="json"))
+    params = str(vlrl_paths.dataset_params_file(name))
+    (project / params).parent.mkdir(parents=True, exist_ok=True)
+    (project / params).write_text(resolve.render("download", name))  # today's values
+    (project / "out").write_text("x")
+    lock(project, {
+        "resolve": {"params": {source: values | {"repo_id": "old/repo"}}},
+        f"download--{name}": {"deps": [{"path": params, "md5": md5(ran)}]},
+    })  # fmt: skip
+    job = Job("download", {"dataset": name}, [params], ["out"], [], {}, "vlrl x", frozenset())
+    found = preview.explain([Planned(job, True, "Params changed")], {})
+    assert found.why == {f"download--{name}": [f'config repo_id: "old/repo" → "{today.repo_id}"']}

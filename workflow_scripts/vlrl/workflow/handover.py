@@ -21,6 +21,7 @@ README, "Snakemake and DVC on one workspace" and "Going back after `dvc exp run`
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -104,7 +105,9 @@ def _is_dvc_project(root: Path) -> bool:
 
 
 def _run(command: list[str], root: Path, what: str) -> None:
-    out = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    """``command`` in the project ``root`` (its working directory and ``$VLRL_ROOT``)."""
+    env = {**os.environ, "VLRL_ROOT": str(root)}
+    out = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise VlrlError(f"handover: {what} failed ({out.returncode}):\n{out.stderr[-2000:]}")
 
@@ -123,7 +126,10 @@ def to_dvc(stage_names: Iterable[str], root: Path | None = None) -> list[str]:
     if not _is_dvc_project(root):
         log.info("handover: %s is not a DVC project; nothing to record", root)
         return []
-    resolve.main()
+    if root.resolve() == paths.root():
+        resolve.main()
+    else:  # another project than this process's: its own configs, in its own process
+        _run([sys.executable, "-m", "vlrl.cli", "resolve", "--no-check"], root, "vlrl resolve")
     known = set(_stages(root))
     wanted = list(dict.fromkeys(stage_names))
     unknown = [name for name in wanted if name not in known]
