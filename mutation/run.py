@@ -300,7 +300,9 @@ def report(results: dict[str, str], show_survivors: bool = True) -> dict[str, Co
 
 
 def _row(module: str, c: Counter) -> str:
-    killed = c["killed"] + c["timeout"]
+    # A worker the kernel killed (mutmut's "segfault": SIGSEGV or SIGKILL, e.g. the OOM killer's
+    # for a mutant looping while it fills a list) ended its tests as a timeout does: caught.
+    killed = c["killed"] + c["timeout"] + c["segfault"]
     judged = sum(c.values()) - c["equivalent"] - c["skipped"] - c["not checked"]
     score = f"{100 * killed / judged:5.1f}%" if judged else "  -  "
     return (
@@ -340,7 +342,11 @@ def main(
             again: list[str] = []
             if survivors:
                 last = statuses(WORKSPACE / group)
-                again = [n for n, status in last.items() if status not in ("killed", "timeout")]
+                again = [
+                    n
+                    for n, status in last.items()
+                    if status not in ("killed", "timeout", "segfault")
+                ]
             workspace = prepare(group, fresh=fresh and not survivors)
             run = _mutmut(workspace, "run", "--max-children", str(max_children), *again)
             if run.returncode:
