@@ -129,8 +129,9 @@ cluster: setup
 	pytest -m cluster --timeout 3600 -v -s tests/pipeline/test_slurm_preemption.py
 
 ## mutate: mutation testing (mutmut) of the rewards, scoring, config, stage_deps, checkpoints,
-## preemption, distributed, sharing, cores, server_gpus, launch, workflow, plan and endpoints groups
-## (GROUPS="..." for some): the score per module and the mutants no test kills
+## preemption, distributed, sharing, cores, server_gpus, launch, workflow, plan, endpoints, items,
+## serving, data, report and stages groups (GROUPS="..." for some): the score per module and the
+## mutants no test kills
 ## (docs/mutation.md; long, not part of make test)
 mutate: setup
 	python mutation/run.py $(GROUPS)

@@ -202,6 +202,7 @@ def test_a_configured_port_in_use_is_refused(served_root, tmp_path):
 
 
 # ------------------------------------------------------------------------- a real server
+@pytest.mark.model_server
 def test_a_served_model_answers_and_is_stopped_after_the_block(served_root, tmp_path, caplog):
     cache = EndpointCache(tmp_path / "cache")
     logs = caplog.at_level(logging.INFO, logger="vlrl.serving.servers")
@@ -236,6 +237,7 @@ def _environ(group: int) -> dict[str, str]:
     return {}
 
 
+@pytest.mark.model_server
 def test_the_server_is_stopped_when_the_block_raises(served_root, tmp_path):
     """Also: a server with GPUs of its own (``serve.gpus``) sees only those."""
     port = free_port()  # a configured port, this time
@@ -249,6 +251,7 @@ def test_the_server_is_stopped_when_the_block_raises(served_root, tmp_path):
     assert all(_gone(group) for group in groups)
 
 
+@pytest.mark.model_server
 def test_a_server_that_exits_at_once_fails_fast_with_its_log(served_root, tmp_path):
     cfg = _cfg(model="models/no-such-model")
     started = time.monotonic()
@@ -272,6 +275,7 @@ def test_a_server_not_ready_in_time_is_stopped(served_root, tmp_path):
 
 
 # ------------------------------------------------------------------------------ consumers
+@pytest.mark.model_server
 def test_grpo_hands_the_started_reward_model_to_its_ranks(project, root, tmp_path):
     """trust_grpo with ``reward_model.serve``: started before training, its address in the config
     file the ranks validate, and stopped after."""
@@ -298,6 +302,7 @@ def test_grpo_hands_the_started_reward_model_to_its_ranks(project, root, tmp_pat
     assert (project / "logs/grpo/tiny_shapes_sophiavl/trust.reward_model.log").is_file()
 
 
+@pytest.mark.model_server
 def test_infer_serves_the_checkpoint_when_serve_names_no_model(root, tmp_path):
     checkpoint = root / "models" / "says1"
     cfg = InferConfig(
