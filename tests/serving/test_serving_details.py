@@ -4,6 +4,7 @@ on one GPU, a port in use, which ``trl`` runs and which environment names TRL's 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import sys
@@ -196,7 +197,8 @@ def test_a_memo_that_is_no_table_or_cannot_be_written(tmp_path: Path, monkeypatc
     monkeypatch.setenv("VLRL_HASH_CACHE", str(blocked))  # the memo's folder cannot be made
     with caplog.at_level(logging.DEBUG, logger="vlrl.serving.served_models"):
         assert directory_digest(model) == expected
-    assert caplog.messages[-1].startswith(f"cannot remember the hashes of {model}: ")
+    message = caplog.messages[-1]
+    assert message.startswith(f"cannot remember the hashes of {model}: [Errno ")
 
 
 def test_the_value_a_flag_is_given() -> None:
@@ -247,3 +249,152 @@ def test_a_server_command_names_its_console_script_and_needs_a_model(
     assert cmd[0] == str(tmp_path / "bin" / "transformers")
     with pytest.raises(ConfigError, match=r"^serve\.model is not set: name the model to serve$"):
         commands.serve_command(ServeConfig(), 1, gpu=False)
+
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _digest(payload: dict) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def test_the_fingerprint_of_a_server_is_its_weights_backend_and_reply_settings() -> None:
+    """Recomputed here from the payload the module docstring describes, and pinned: replies
+    cached under it by an earlier version stay found."""
+    from vlrl.serving.served_models import fingerprint
+
+    args = ["--revision", SHA, "--dtype", "bfloat16", "--port", "1"]
+    serve = ServeConfig(model="org/m", args=args, max_model_len=4096)
+    kept = ["--revision", SHA, "--dtype", "bfloat16"]
+    payload = {
+        "weights": f"hub:org/m@{SHA}",
+        "backend": "vllm",
+        "args": kept,
+        "max_model_len": 4096,
+    }
+    assert fingerprint(serve, "vllm") == _digest(payload) == "1627214c13ed"
+    with pytest.raises(ValueError, match=r"^fingerprint: serve\.model is not set$"):
+        fingerprint(ServeConfig(), "vllm")
+
+
+def test_an_unresolved_model_is_named_in_its_warning(monkeypatch, tmp_path, caplog) -> None:
+    from vlrl.serving import served_models
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    served_models._warn_unresolved.cache_clear()
+    assert served_models.weights_id("org/nowhere") == "unresolved:org/nowhere"
+    assert caplog.messages[-1].startswith("serve.model org/nowhere is neither a directory nor ")
+
+
+@pytest.mark.parametrize(
+    ("args", "kept"),
+    [
+        (["--port", "8001", "--dtype", "bfloat16"], ["--dtype", "bfloat16"]),
+        (["--dtype", "bfloat16", "--port", "8001"], ["--dtype", "bfloat16"]),
+        (["bfloat16"], ["bfloat16"]),  # a value with no flag before it
+        (["--port", "1", "m"], ["m"]),  # the neutral flag's one value only...
+        (["--port", "1", "--seed", "3", "m"], ["--seed", "3", "m"]),  # ...and on after it
+        (["--port=1", "m"], ["m"]),  # its value in the flag
+        (["--enforce-eager", "--host", "h", "--seed", "3"], ["--enforce-eager", "--seed", "3"]),
+    ],
+)
+def test_the_arguments_that_change_replies(args: list[str], kept: list[str]) -> None:
+    from vlrl.serving.served_models import reply_args
+
+    assert reply_args(args) == kept
+
+
+def test_a_flags_value_with_equals_signs_and_at_the_end() -> None:
+    from vlrl.serving.served_models import flag_value
+
+    assert flag_value(["--hf-overrides=a=b"], "hf-overrides") == "a=b"
+    assert flag_value(["--dtype", "half", "--revision", "abc"], "revision") == "abc"
+    assert flag_value(["--revision=abc"], "revision") == "abc"
+
+
+def test_a_hub_models_config_at_its_revision(monkeypatch, tmp_path: Path) -> None:
+    from vlrl.serving.served_models import model_config
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    repo = tmp_path / "models--org--m"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "v1").write_text(SHA)
+    snapshot = repo / "snapshots" / SHA
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text('{"model_type": "qwen2"}')
+    assert model_config("org/m", "v1") == {"model_type": "qwen2"}
+    assert model_config("org/m") is None  # no refs/main
+    (snapshot / "config.json").write_text("[1, 2]")
+    assert model_config("org/m", "v1") is None  # JSON, but no config
+
+
+def test_a_server_plan_from_its_config(monkeypatch) -> None:
+    from vlrl.config import JudgeConfig
+    from vlrl.core.errors import ConfigError
+    from vlrl.serving import commands, served_models
+
+    unserved = JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m")
+    for cfg in (unserved, JudgeConfig.model_construct(serve=ServeConfig(), model=None)):
+        with pytest.raises(ConfigError, match=r"^serve\.model is not set: name the model to"):
+            commands.plan(cfg, gpu=False)
+    cfg = JudgeConfig(serve={"model": "org/m"})
+    planned = commands.plan(cfg, gpu=False)
+    digest = served_models.fingerprint(cfg.serve, "transformers")
+    assert planned == commands.ServerPlan(
+        "transformers", False, "org/m", f"serve:transformers:org/m@{digest}"
+    )
+    monkeypatch.setattr(commands, "gpu_visible", lambda: True)  # gpu not given: asked
+    asked = commands.plan(cfg)
+    assert (asked.backend, asked.gpu) == ("vllm", True)
+    with pytest.raises(ConfigError) as err:
+        commands.plan(JudgeConfig(serve={"model": "org/m"}, model="judge"), gpu=False)
+    assert str(err.value) == (
+        "model is 'judge', but transformers serve names its model by serve.model ('org/m'); "
+        "leave model unset (or use the vllm backend, which serves it under that name)"
+    )
+
+
+def test_a_servers_environment_skips_the_hubs_update_check() -> None:
+    assert servers.server_env()["HF_HUB_DISABLE_UPDATE_CHECK"] == "1"
+
+
+def test_a_health_check_ignores_proxies_and_gives_up_on_silence(monkeypatch) -> None:
+    import http.server
+    import threading
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer((servers.HOST, 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("no_proxy", "")
+    try:
+        assert servers._healthy(f"http://{servers.HOST}:{server.server_port}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    with socket.socket() as silent:  # accepts, never answers
+        silent.bind((servers.HOST, 0))
+        silent.listen()
+        assert not servers._healthy(f"http://{servers.HOST}:{silent.getsockname()[1]}")
+
+
+def test_a_server_that_exits_with_an_empty_log(tmp_path: Path) -> None:
+    import subprocess
+
+    log = tmp_path / "server.log"
+    log.write_text("")
+    proc = subprocess.Popen(["sh", "-c", "exit 3"])
+    proc.wait()
+    with pytest.raises(StageError) as err:
+        servers._wait_ready(proc, "http://127.0.0.1:9", 5, ["srv", "--x"], log, "judge", "k")
+    assert str(err.value) == (
+        "judge: the server exited with status 3 before it answered http://127.0.0.1:9/health: "
+        f"srv --x\nlast lines of {log}:\n(empty)"
+    )
