@@ -144,10 +144,20 @@ def test_the_handover_works_in_the_project_root_from_anywhere(
     assert handover.after_snakemake(jobs) == ["resolve", "make--e"]
     assert set(_locked(root)) == {"resolve", "make--e"}
     # `vlrl dvc-yaml` too (it finds the project from its working directory here)
-    monkeypatch.delenv("VLRL_ROOT")
+    # the root given, while this process's project is another one: resolved in the root given
+    monkeypatch.setenv("VLRL_ROOT", str(tmp_path_factory.mktemp("other-project")))
     (root / "dvc.lock").unlink()
-    assert handover.after_snakemake(jobs, root) == ["resolve", "make--e"]  # the root given
+    for name in PARAMS:
+        (root / name).unlink()
+    assert handover.after_snakemake(jobs, root) == ["resolve", "make--e"]
     assert set(_locked(root)) == {"resolve", "make--e"}
+    assert all((root / name).is_file() for name in PARAMS)
+    params = (root / "params.yaml").read_text()
+    (root / "params.yaml").write_text("experiments: [no_such_recipe]\n")
+    with pytest.raises(VlrlError, match=r"^handover: vlrl resolve failed \(2\):\nerror: .*no_such"):
+        handover.to_dvc(["make--e"], root)
+    (root / "params.yaml").write_text(params)
+    monkeypatch.delenv("VLRL_ROOT")
     stale = [_job("make", "e", ["x", "new.py"], ["y"])]
     with pytest.raises(VlrlError, match=f"error: {root}/Snakefile: no Snakefile"):
         handover.after_snakemake(stale, root)

@@ -1,0 +1,33 @@
+"""IoU on the boxes no shipped data has: apart, thinner than a pixel, of no area at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from vlrl.items.answers import box_iou
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "iou"),
+    [
+        ([0, 0, 10, 10], [20, 0, 30, 10], 0.0),  # apart in x
+        ([0, 0, 10, 10], [0, 20, 10, 30], 0.0),  # apart in y
+        ([0, 0, 0.5, 10], [0, 0, 10, 10], 5 / 100),  # half a pixel wide, inside the other
+        ([0, 0, 10, 0.5], [0, 0, 10, 10], 5 / 100),  # half a pixel high
+        ([0, 0, 10, 10], [0, 0, 0.5, 10], 5 / 100),
+        ([0, 0, 10, 10], [0, 0, 10, 0.5], 5 / 100),
+        ([0, 0, 0.5, 1], [0, 0, 0.5, 1], 1.0),  # a union under one square pixel
+        ([0, 0, 0, 0], [0, 0, 0, 0], 0.0),  # no area at all: no division by zero
+        ([5, 5, 5, 9], [5, 5, 5, 9], 0.0),
+    ],
+)
+def test_box_iou_on_thin_apart_and_empty_boxes(a, b, iou: float) -> None:
+    assert box_iou(a, b) == pytest.approx(iou, abs=0)
+
+
+def test_accuracy_of_a_response_without_an_answer_and_of_a_choice() -> None:
+    from vlrl.items.answers import answer_accuracy
+
+    assert answer_accuracy("no tags at all", "B", "multiple_choice") == 0.0
+    assert answer_accuracy("<answer>(B) red</answer>", "B", "multiple_choice") == 1.0
+    assert answer_accuracy("<answer>C</answer>", "B", "multiple_choice") == 0.0
