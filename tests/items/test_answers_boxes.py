@@ -31,3 +31,12 @@ def test_accuracy_of_a_response_without_an_answer_and_of_a_choice() -> None:
     assert answer_accuracy("no tags at all", "B", "multiple_choice") == 0.0
     assert answer_accuracy("<answer>(B) red</answer>", "B", "multiple_choice") == 1.0
     assert answer_accuracy("<answer>C</answer>", "B", "multiple_choice") == 0.0
+
+
+def test_accuracy_of_yes_no_and_of_a_number_at_the_tolerance() -> None:
+    from vlrl.items.answers import answer_accuracy
+
+    assert answer_accuracy("<answer> Yes. </answer>", "yes", "yes_no") == 1.0
+    assert answer_accuracy("<answer>no</answer>", "yes", "yes_no") == 0.0
+    assert answer_accuracy("<answer>0.000001</answer>", "0", "numerical") == 0.0  # 1e-6 apart
+    assert answer_accuracy("<answer>0.0000001</answer>", "0", "numerical") == 1.0

@@ -103,3 +103,22 @@ def test_moving_into_a_frame_and_back_is_the_identity() -> None:
         box += [rng.uniform(box[0], image[0]), rng.uniform(box[1], image[1])]
         back = rescale_box(to_input_frame(box, image, frame), frame, image)
         assert back == pytest.approx(box, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [
+        ((5600, 28), [5600, 28]),  # an aspect ratio of exactly 200 is kept
+        ((5628, 28), [5040, 28]),  # 201: cut to 180 times the short side
+        ((8400, 28), [5040, 28]),
+        ((28, 5600), [28, 5600]),
+        ((28, 5628), [28, 5040]),
+        ((28, 8400), [28, 5040]),
+    ],
+)
+def test_the_sft_frames_aspect_ratio_bound(size: tuple[int, int], expected: list[int]) -> None:
+    """LLaMA-Factory's ``_preprocess_image``: beyond 200:1 the long side becomes 180 times the
+    short one (pixel bounds wide enough to leave the size alone)."""
+    from vlrl.items.frames import llamafactory_preprocessed_size
+
+    assert llamafactory_preprocessed_size(*size, 0, 10**9) == expected

@@ -40,6 +40,8 @@ def test_a_scores_file_with_no_items_is_refused(tmp_path: Path) -> None:
                   generation_failures=0, judge=None, items=[])  # fmt: skip
     path.write_text(json.dumps(fields))
     assert failure(path) == f"report: {path} has no scored items"
+    path.write_text(json.dumps(fields | {"items": [{"id": "q1"}]}))
+    assert "is not a valid scores file: items.0.task: Field required; items.0." in failure(path)
 
 
 def test_a_missing_predictions_file_is_named_by_the_score_stage(tmp_path: Path) -> None:
@@ -49,3 +51,21 @@ def test_a_missing_predictions_file_is_named_by_the_score_stage(tmp_path: Path) 
     with pytest.raises(StageError) as err:
         read_predictions(path)
     assert str(err.value) == f"score: predictions {path} do not exist; run the infer stage first"
+
+
+def test_a_prediction_carries_what_scoring_needs_of_its_record() -> None:
+    from vlrl.items.predictions import prediction_of
+    from vlrl.items.records import Record
+
+    record = Record(id="q1", images=["a.png"], problem="Where?", answer="x",
+                    problem_type="grounding", data_source="t", accepted=["y"],
+                    boxes=[[1.0, 2.0, 3.0, 4.0]], image_sizes=[[640, 480]])  # fmt: skip
+    bare = prediction_of(record, "<answer>[1, 2, 3, 4]</answer>")
+    assert (bare.prompt, bare.model, bare.checkpoint, bare.error) == ("", "", "", None)
+    assert (bare.input_size, bare.image_sizes) == (None, None)  # not the model-input frame
+    assert (bare.accepted, bare.boxes, bare.images) == (["y"], [[1, 2, 3, 4]], ["a.png"])
+    framed = prediction_of(record, "", error="timed out", prompt="p", model="m",
+                           checkpoint="grpo", input_size=[644, 476])  # fmt: skip
+    assert (framed.prompt, framed.model, framed.checkpoint) == ("p", "m", "grpo")
+    assert framed.error == "timed out"
+    assert (framed.input_size, framed.image_sizes) == ([644, 476], [[640, 480]])
