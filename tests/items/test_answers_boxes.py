@@ -40,3 +40,12 @@ def test_accuracy_of_yes_no_and_of_a_number_at_the_tolerance() -> None:
     assert answer_accuracy("<answer>no</answer>", "yes", "yes_no") == 0.0
     assert answer_accuracy("<answer>0.000001</answer>", "0", "numerical") == 0.0  # 1e-6 apart
     assert answer_accuracy("<answer>0.0000001</answer>", "0", "numerical") == 1.0
+
+
+def test_accuracy_of_an_empty_free_form_answer_and_of_a_type_without_a_rule() -> None:
+    from vlrl.items.answers import answer_accuracy
+
+    assert answer_accuracy("<answer> . </answer>", "blue", "free_form") == 0.0
+    assert answer_accuracy("<answer>Blue.</answer>", "blue", "free_form") == 1.0
+    with pytest.raises(ValueError, match=r"^no accuracy rule for problem_type 'detection'$"):
+        answer_accuracy("<answer>x</answer>", "x", "detection")
