@@ -289,10 +289,13 @@ def test_a_signal_to_each_steps_first_process_reaches_every_rank_of_two_groups(
     the tasks alone (proctrack/cgroup), and through them all four ranks."""
     require_cluster()
     log = tmp_path / "signals.txt"
+    # Each rank says when its handler is in place: a signal sent before that is ignored
+    # (SIGURG's default), and on a busy node a rank's interpreter starts slowly.
     rank = (
         "import os, signal, sys, time; "
         "signal.signal(signal.SIGURG, lambda s, f: open(sys.argv[1], 'a').write("
-        "os.environ['SLURM_PROCID'] + ':' + sys.argv[2] + chr(10))); time.sleep(120)"
+        "os.environ['SLURM_PROCID'] + ':' + sys.argv[2] + chr(10))); "
+        "open(sys.argv[1] + '.ready', 'a').write(sys.argv[2] + chr(10)); time.sleep(300)"
     )
     launcher = (
         "import subprocess, sys, time; "
@@ -326,10 +329,16 @@ def test_a_signal_to_each_steps_first_process_reaches_every_rank_of_two_groups(
         check=True,
         cwd=tmp_path,
     ).stdout.strip()
+    ready = log.with_name(log.name + ".ready")
     try:
-        deadline = time.monotonic() + 120
-        while len(_processes_of(job)) < 8 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 600  # the job may wait for the other tests' jobs first
+        while time.monotonic() < deadline:
+            if ready.exists() and len(ready.read_text().split()) == 4:
+                break
             time.sleep(0.5)
+        assert ready.exists() and len(ready.read_text().split()) == 4, (
+            f"the job's 4 ranks did not start within 10 minutes: {_processes_of(job)}"
+        )
         subprocess.run(["scancel", "--signal=URG", job], check=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
