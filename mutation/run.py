@@ -159,6 +159,11 @@ LINKED = ["params.yaml", "Snakefile", "config", "rules", "envs", "profiles", "dv
 # parser's (SATORI's OlympiadBench judge)
 LINKED += [".venv-sft", ".venv-latex"]
 
+# mutmut's statuses of a mutant the tests caught: a failing test, a timeout, or a worker the
+# kernel killed ("segfault": SIGSEGV or SIGKILL, e.g. the OOM killer's for a mutant looping while
+# it fills a list), which ended its tests as a timeout does.
+CAUGHT = ("killed", "timeout", "segfault")
+
 STATUS_LINE = re.compile(r"^\s+(?P<name>\S+__mutmut_\d+): (?P<status>.+)$")
 
 app = typer.Typer(add_completion=False)
@@ -300,9 +305,7 @@ def report(results: dict[str, str], show_survivors: bool = True) -> dict[str, Co
 
 
 def _row(module: str, c: Counter) -> str:
-    # A worker the kernel killed (mutmut's "segfault": SIGSEGV or SIGKILL, e.g. the OOM killer's
-    # for a mutant looping while it fills a list) ended its tests as a timeout does: caught.
-    killed = c["killed"] + c["timeout"] + c["segfault"]
+    killed = sum(c[status] for status in CAUGHT)
     judged = sum(c.values()) - c["equivalent"] - c["skipped"] - c["not checked"]
     score = f"{100 * killed / judged:5.1f}%" if judged else "  -  "
     return (
@@ -342,11 +345,7 @@ def main(
             again: list[str] = []
             if survivors:
                 last = statuses(WORKSPACE / group)
-                again = [
-                    n
-                    for n, status in last.items()
-                    if status not in ("killed", "timeout", "segfault")
-                ]
+                again = [n for n, status in last.items() if status not in CAUGHT]
             workspace = prepare(group, fresh=fresh and not survivors)
             run = _mutmut(workspace, "run", "--max-children", str(max_children), *again)
             if run.returncode:
