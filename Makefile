@@ -130,11 +130,11 @@ cluster: setup
 
 ## mutate: mutation testing (mutmut) of the rewards, scoring, config, stage_deps, checkpoints,
 ## preemption, distributed, sharing, cores, server_gpus, launch, workflow, plan, endpoints, items,
-## serving, data, report and stages groups (GROUPS="..." for some): the score per module and the
-## mutants no test kills
+## serving, data, report and stages groups (GROUPS="..." for some; ONLY="pattern" for some of a
+## group's mutants, see docs/mutation.md): the score per module and the mutants no test kills
 ## (docs/mutation.md; long, not part of make test)
 mutate: setup
-	python mutation/run.py $(GROUPS)
+	python mutation/run.py $(GROUPS) $(foreach pattern,$(ONLY),--only '$(pattern)')
 
 ## test-fast: unit tests only (no training)
 test-fast: setup

@@ -19,6 +19,7 @@ workspace, ``.mutate/<group>/`` (ignored by git), holding ``src/vlrl`` (a copy o
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shutil
@@ -144,7 +145,7 @@ TESTS: dict[str, list[str]] = {
         "tests/items/test_prompts_released.py",
         "tests/test_benchmark_adapters.py",
     ],
-    "report": ["tests/reporting"],
+    "report": ["tests/reporting", "tests/stages/test_report.py"],
     "stages": [
         "tests/stages",
         "tests/algorithms/test_recipes.py",
@@ -338,6 +339,13 @@ def main(
         ),
     ] = False,
     max_children: Annotated[int, typer.Option(help="mutants tested at once")] = os.cpu_count() or 2,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="test only the mutants whose names match this pattern (fnmatch, repeatable: "
+            "'vlrl.reporting.blind.*'); with --no-fresh a group is measured a part at a time"
+        ),
+    ] = None,
 ) -> None:
     """Run mutmut on the target groups and print the score per module."""
     groups = groups or list(TARGETS)
@@ -347,14 +355,19 @@ def main(
     results: dict[str, str] = {}
     for group in groups:
         if not report_only:
-            again: list[str] = []
+            again: list[str] = list(only or [])
             if survivors:
                 last = statuses(WORKSPACE / group)
                 again = [n for n, status in last.items() if status not in CAUGHT]
-            workspace = prepare(group, fresh=fresh and not survivors)
-            run = _mutmut(workspace, "run", "--max-children", str(max_children), *again)
-            if run.returncode:
-                raise typer.Exit(run.returncode)
+                if only:
+                    again = [n for n in again if any(fnmatch.fnmatch(n, p) for p in only)]
+            if survivors and not again:
+                print(f"{group}: no mutant left to test again")
+            else:
+                workspace = prepare(group, fresh=fresh and not survivors)
+                run = _mutmut(workspace, "run", "--max-children", str(max_children), *again)
+                if run.returncode:
+                    raise typer.Exit(run.returncode)
         if (WORKSPACE / group / "mutants").is_dir():
             results.update(statuses(WORKSPACE / group))
     report(results)

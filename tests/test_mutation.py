@@ -62,3 +62,47 @@ def test_equivalent_mutants_name_real_functions_and_say_why(run) -> None:
         function = function.removeprefix("x_").split("ǁ")[-1]
         assert re.search(rf"def {re.escape(function)}\b", path.read_text()), name
         assert len(why.split()) >= 4, f"{name}: say why it is equivalent"
+
+
+@pytest.mark.parametrize(
+    "args, asked",
+    [
+        (["report"], [["run", "--max-children", "2"]]),
+        (
+            ["report", "--only", "vlrl.reporting.blind.*", "--only", "x.y*"],
+            [["run", "--max-children", "2", "vlrl.reporting.blind.*", "x.y*"]],
+        ),
+        (
+            ["report", "--survivors"],
+            [["run", "--max-children", "2", "vlrl.b.x_f__mutmut_2", "vlrl.c.x_g__mutmut_1"]],
+        ),
+        (
+            ["report", "--survivors", "--only", "vlrl.c.*"],
+            [["run", "--max-children", "2", "vlrl.c.x_g__mutmut_1"]],
+        ),
+        (["report", "--survivors", "--only", "vlrl.a.*"], []),  # none left: nothing run
+    ],
+)
+def test_the_mutants_each_run_asks_mutmut_for(run, monkeypatch, tmp_path, args, asked) -> None:
+    from typer.testing import CliRunner
+
+    last = {
+        "vlrl.a.x_f__mutmut_1": "killed",
+        "vlrl.b.x_f__mutmut_2": "survived",
+        "vlrl.c.x_g__mutmut_1": "no tests",
+        "vlrl.a.x_f__mutmut_3": "timeout",
+    }
+    calls: list[list[str]] = []
+    prepared: list[bool] = []
+    monkeypatch.setattr(run, "WORKSPACE", tmp_path)
+    monkeypatch.setattr(run, "statuses", lambda workspace: last)
+    monkeypatch.setattr(run, "prepare", lambda group, fresh: prepared.append(fresh) or tmp_path)
+    monkeypatch.setattr(
+        run,
+        "_mutmut",
+        lambda ws, *a, **kw: calls.append(list(a)) or type("R", (), {"returncode": 0}),
+    )
+    result = CliRunner().invoke(run.app, [*args, "--max-children", "2"])
+    assert result.exit_code == 0, result.output
+    assert calls == asked
+    assert prepared == ([] if not asked else ["--survivors" not in args])

@@ -77,6 +77,15 @@ def test_a_rank_whose_training_fails_exits_1_with_the_traceback(tmp_path: Path) 
     assert "RuntimeError: out of memory on rank 1" in done.stderr
 
 
+def test_the_step_limit_stops_at_its_step_and_names_the_sft_keys_when_it_cannot() -> None:
+    (stop,) = llamafactory_train.callbacks({llamafactory_train.MAX_STEPS: "600"})
+    assert (stop.last_step, stop.planned_by, stop.stop_key) == (
+        600,
+        "sft.num_train_epochs",
+        "sft.max_steps",
+    )
+
+
 class StandIns:
     """LLaMA-Factory's launcher and tuner modules, in this process, recording their calls."""
 

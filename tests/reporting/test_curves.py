@@ -141,3 +141,42 @@ def test_the_reward_has_a_figure_of_its_own_the_same_each_time(tmp_path: Path):
     other = reward.assign(value=reward["value"][::-1].to_numpy())
     assert plot_reward(other) != png, "the bytes are the data's"
     assert plot_curves({REWARD: reward}) != png, "not the panel of the full set"
+
+
+def test_a_curve_is_its_faint_points_and_their_moving_average_against_the_step() -> None:
+    from matplotlib.colors import to_rgba
+    from matplotlib.figure import Figure
+
+    from vlrl.reporting.curves import _draw
+
+    steps = [5 * (i + 1) for i in range(60)]
+    values = pd.Series([float(i % 7) for i in range(60)])
+    frame = pd.DataFrame({"optimizer step": steps, "value": values})
+    ax = Figure().subplots()
+    _draw(ax, frame)
+    points, average = ax.lines
+    assert list(points.get_xdata()) == steps and list(average.get_xdata()) == steps
+    assert list(points.get_ydata()) == values.tolist()
+    assert list(average.get_ydata()) == smoothed(values).tolist()
+    assert (points.get_marker(), points.get_linestyle()) == (".", "None")
+    assert (points.get_alpha(), points.get_markersize(), points.get_label()) == (0.3, 4, "logged")
+    assert to_rgba(points.get_color()) == to_rgba(average.get_color()) == to_rgba("C0")
+    assert (average.get_linewidth(), average.get_label()) == (1.6, "EMA, span 6")
+    assert average.get_alpha() is None
+
+
+@pytest.mark.parametrize("points, span_", [(0, 5), (49, 5), (59, 5), (60, 6), (69, 6), (110, 11)])
+def test_the_average_spans_a_tenth_of_the_points_and_at_least_five(points, span_) -> None:
+    from vlrl.reporting.curves import span
+
+    assert span(points) == span_ and isinstance(span(points), int)
+
+
+def test_a_name_the_report_does_not_draw_has_no_title() -> None:
+    from vlrl.reporting.curves import title
+
+    with pytest.raises(KeyError) as error:
+        title("loss")
+    assert error.value.args == (
+        "'loss' is not a curve the report draws (vlrl.reporting.curves.SHOWN)",
+    )

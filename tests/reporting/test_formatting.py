@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from vlrl.reporting import formatting as fmt
@@ -54,6 +55,19 @@ def test_p_values(p, shown, why):
         (lambda: fmt.yes_no(False), "no", "inside the CI or not"),
         (lambda: fmt.yes_no(NAN), "–", "not applicable"),
         (lambda: fmt.score(0.4321), "0.43", "an IoU"),
+        (lambda: fmt.score(None), "–", "an unscored item's score"),
+        (lambda: fmt.share(NAN, 0, 0), "–", "no discordant share"),
+        (lambda: fmt.signed(-0.0104, "fraction"), "-0.010", "a difference of fractions"),
+        (lambda: fmt.signed_interval(0.5, None), "–", "half an interval is none"),
+        (lambda: fmt.signed_interval(None, 0.5), "–", "half an interval is none"),
+        (lambda: fmt.signed_interval(-0.25, 0.5, "fraction"), "[-0.250, +0.500]", "its scale"),
+        (lambda: fmt.signed_interval(-12.5, 3.0, "raw"), "[-12.5, +3.0]", "a raw interval"),
+        (
+            lambda: fmt.signed_with_interval(0.125, -0.25, 0.5, "fraction"),
+            "+0.125 [-0.250, +0.500]",
+            "a difference and its interval on their scale",
+        ),
+        (lambda: fmt.published(np.float64(90.55)), "90.55", "a number read by pandas"),
     ],
 )
 def test_values(call, shown, why):

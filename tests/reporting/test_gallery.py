@@ -75,6 +75,13 @@ def test_a_model_input_box_is_rescaled_as_scoring_does():
     assert predicted_box(rescaled, item) == [50.0, 100.0, 100.0, 200.0]
     assert predicted_box(Prediction(**common), item) == [14.0, 28.0, 28.0, 56.0]
     assert predicted_box(Prediction(**common), item.model_copy(update={"extracted": "no"})) is None
+    assert predicted_box(Prediction(**common), item.model_copy(update={"extracted": None})) is None
+    # half the frame: no rescale without both the input size and the original size
+    unscaled = [14.0, 28.0, 28.0, 56.0]
+    assert predicted_box(Prediction(**common, input_size=[28, 56]), item) == unscaled
+    assert predicted_box(Prediction(**common, image_sizes=[[100, 200]]), item) == unscaled
+    first = Prediction(**common, input_size=[28, 56], image_sizes=[[100, 200], [10, 10]])
+    assert predicted_box(first, item) == [50.0, 100.0, 100.0, 200.0]
 
 
 def _scores(checkpoint: str, items: list[ScoredItem]) -> Scores:

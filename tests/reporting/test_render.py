@@ -44,3 +44,13 @@ def test_the_comparisons_page_renders():
     assert text.startswith("# T — paired comparisons\n")
     assert "(2000 resamples, seed 0)" in text
     assert text.endswith("| comparison | McNemar p |\n|---|---|\n| SFT − base | < 0.001 |\n")
+
+
+def test_yaml_keeps_the_order_lists_as_blocks_and_folds_past_100_columns():
+    from vlrl.reporting.render import as_yaml
+
+    tree = {"seed": 0, "benchmarks": ["b", "a"], "score": {"z": 1, "a": 2}}
+    assert as_yaml(tree) == "seed: 0\nbenchmarks:\n- b\n- a\nscore:\n  z: 1\n  a: 2\n"
+    # "note: " and 87 letters, then words: the line breaks where it passes 100 columns
+    line = "note: " + "a" * 87 + " b c d e"
+    assert as_yaml({"note": "a" * 87 + " b c d e f"}) == line + "\n  f\n"
