@@ -163,6 +163,11 @@ def test_a_curve_is_its_faint_points_and_their_moving_average_against_the_step()
     assert to_rgba(points.get_color()) == to_rgba(average.get_color()) == to_rgba("C0")
     assert (average.get_linewidth(), average.get_label()) == (1.6, "EMA, span 6")
     assert average.get_alpha() is None
+    # in C0 whatever the axes held before: an explicit colour, not the next of the cycle
+    ax = Figure().subplots()
+    ax.plot([0, 1], [1, 0])
+    _draw(ax, frame)
+    assert [to_rgba(line.get_color()) for line in ax.lines[1:]] == [to_rgba("C0")] * 2
 
 
 @pytest.mark.parametrize("points, span_", [(0, 5), (49, 5), (59, 5), (60, 6), (69, 6), (110, 11)])

@@ -56,6 +56,17 @@ def test_p_values(p, shown, why):
         (lambda: fmt.yes_no(NAN), "–", "not applicable"),
         (lambda: fmt.score(0.4321), "0.43", "an IoU"),
         (lambda: fmt.score(None), "–", "an unscored item's score"),
+        (lambda: fmt.count(None), "–", "no count"),
+        (lambda: fmt.interval(0.5, None), "–", "half an interval is none"),
+        (lambda: fmt.interval(None, 0.5), "–", "half an interval is none"),
+        (lambda: fmt.interval(0.25, 0.5, "fraction"), "[0.250, 0.500]", "an interval's scale"),
+        (lambda: fmt.with_interval(0.5, 0.25, None), "50.0", "half an interval: the value"),
+        (lambda: fmt.with_interval(0.5, None, 0.75), "50.0", "half an interval: the value"),
+        (
+            lambda: fmt.with_interval(0.375, 0.25, 0.5, "fraction"),
+            "0.375 [0.250, 0.500]",
+            "a value and its interval on their scale",
+        ),
         (lambda: fmt.share(NAN, 0, 0), "–", "no discordant share"),
         (lambda: fmt.signed(-0.0104, "fraction"), "-0.010", "a difference of fractions"),
         (lambda: fmt.signed_interval(0.5, None), "–", "half an interval is none"),
@@ -69,6 +80,8 @@ def test_p_values(p, shown, why):
         ),
         (lambda: fmt.published(np.float64(90.55)), "90.55", "a number read by pandas"),
     ],
+    # named by what they show and why, not by position: a case added keeps the others' names
+    ids=lambda v: v if isinstance(v, str) else None,
 )
 def test_values(call, shown, why):
     assert call() == shown, why

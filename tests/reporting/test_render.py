@@ -54,3 +54,10 @@ def test_yaml_keeps_the_order_lists_as_blocks_and_folds_past_100_columns():
     # "note: " and 87 letters, then words: the line breaks where it passes 100 columns
     line = "note: " + "a" * 87 + " b c d e"
     assert as_yaml({"note": "a" * 87 + " b c d e f"}) == line + "\n  f\n"
+
+
+def test_a_markdown_cell_is_one_line_with_its_spacing_kept():
+    from vlrl.reporting.render import markdown_cell
+
+    assert markdown_cell("a  b\nc|d\n") == "a  b c\\|d "
+    assert markdown_cell(0.5) == "0.5"
