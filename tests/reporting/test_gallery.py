@@ -12,8 +12,17 @@ from vlrl.benchmarks import load_benchmark
 from vlrl.config import ReportConfig
 from vlrl.core import paths
 from vlrl.items.predictions import Prediction, ScoredItem, Scores, write_predictions
+from vlrl.reporting import formatting as fmt
 from vlrl.reporting.frames import Evaluation
-from vlrl.reporting.gallery import build, pick, predicted_box, thumbnail
+from vlrl.reporting.gallery import (
+    _spread,
+    build,
+    pick,
+    predicted_box,
+    reasoning,
+    thumbnail,
+    verdict,
+)
 from vlrl.reporting.labels import COLORS, TRUTH
 
 EXP, BENCH = "tiny_shapes", "shapes_test"
@@ -165,3 +174,118 @@ def test_the_gallery_shows_every_checkpoint_on_the_same_items(project):
 @pytest.mark.parametrize("n", [0, 1])
 def test_n_items_at_most(project, n):
     assert len(pick({"a": (1,), "b": (0,)}, {"a": "t", "b": "t"}, n, seed=3)) == n
+
+
+# ---------------------------------------------------------------------------------- each part
+@pytest.mark.parametrize(
+    ("response", "limit", "shown"),
+    [
+        pytest.param("<think> a b </think><answer>1</answer>", 10, "a b", id="think-stripped"),
+        pytest.param("<think>open to the end", 100, "open to the end", id="think-unclosed"),
+        pytest.param("<think>12345</think>", 5, "12345", id="exactly-the-limit-is-whole"),
+        pytest.param("<think>1234 6</think>", 5, "1234 …", id="cut-then-trailing-space-dropped"),
+        pytest.param("so <answer>2 and on", 100, "so", id="answer-unclosed-removed"),
+        pytest.param("<answer>a</answer> then <answer>b</answer>", 100, "then", id="answers"),
+        pytest.param("<think>  </think>rest", 100, fmt.DASH, id="empty-think-is-a-dash"),
+        pytest.param("", 100, fmt.DASH, id="empty-response"),
+    ],
+)
+def test_reasoning(response, limit, shown):
+    assert reasoning(response, limit) == shown
+
+
+def _scored(**fields) -> ScoredItem:
+    base = dict(id="1", task="t", problem_type="numerical", extracted="3", correct=1, score=1.0)
+    return ScoredItem(**{**base, "method": "rule", **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "shown"),
+    [
+        pytest.param({}, "right", id="right-by-rules"),
+        pytest.param({"correct": 0, "score": 0.0}, "wrong", id="wrong-by-rules"),
+        pytest.param({"method": "judge"}, "right (judge)", id="judged"),
+        pytest.param({"correct": 0, "method": "failed"}, "wrong (generation failed)", id="failed"),
+        pytest.param({"problem_type": "grounding", "score": 0.456}, "right, IoU 0.46", id="iou"),
+        pytest.param(
+            {"problem_type": "grounding", "score": 0.5, "method": "judge"},
+            "right, IoU 0.50 (judge)",
+            id="iou-judged",
+        ),
+        pytest.param({"problem_type": "grounding", "score": None}, "right", id="no-iou"),
+        pytest.param({"correct": None, "score": None}, "unscored (judge gave no verdict)", id="u"),
+    ],
+)
+def test_verdict(fields, shown):
+    assert verdict(_scored(**fields)) == shown
+
+
+def test_spread_of_nothing_is_nothing_and_unscored_differs_from_scored():
+    assert _spread([], {}) == []
+    assert pick({"a": (None, 1), "b": (1, 1)}, {"a": "t", "b": "t"}, 1, seed=0) == ["a"]
+    assert pick({"a": (None, None), "b": (0, 1)}, {"a": "t", "b": "t"}, 1, seed=0) == ["b"]
+
+
+def test_a_thumbnail_keeps_a_side_of_at_least_a_pixel_and_thicker_lines_when_larger(tmp_path):
+    path = tmp_path / "strip.png"
+    Image.new("RGB", (300, 2), "white").save(path)
+    assert _png(thumbnail(path, 100)).size == (100, 1)
+    square = tmp_path / "square.png"
+    Image.new("RGB", (100, 100), "white").save(square)
+    image = _png(thumbnail(square, 512, [([50, 50, 80, 80], TRUTH)]))
+    assert image.size == (512, 512)
+    row = [image.getpixel((x, 300)) for x in range(250, 262)]
+    assert row.count(GREEN) == 4, "a 512-pixel thumbnail draws lines 512 // 128 pixels wide"
+    small = _png(thumbnail(square, 128, [([50, 50, 80, 80], TRUTH)]))
+    assert [small.getpixel((x, 75)) for x in range(60, 70)].count(GREEN) == 2, "at least 2"
+
+
+def test_the_gallery_shows_failures_missing_answers_and_only_items_every_checkpoint_has(project):
+    folder = paths.data_dir(EXP) / "images"
+    folder.mkdir(parents=True)
+    for name in ("a", "b", "c", "d"):
+        Image.new("RGB", (20, 20), "white").save(folder / f"{name}.png")
+    images = [f"images/{name}.png" for name in "abcd"]
+    common = dict(task="count", problem_type="numerical", answer="3", prompt="p", model="m")
+    evaluation_scores = {}
+    for checkpoint, response, error in (
+        ("base", "", "timed out"),
+        ("sft", "I see <think>three</think> no answer tag", None),
+    ):
+        ids = ["1", "2"] if checkpoint == "base" else ["1", "3"]
+        predictions = [
+            Prediction(id=i, problem=f"q{i} of {checkpoint}", images=images, options=["3", "4"],
+                       response=response, error=error, checkpoint=checkpoint, **common)
+            for i in ids
+        ]  # fmt: skip
+        write_predictions(paths.predictions_file(EXP, checkpoint, BENCH), predictions)
+        items = [
+            ScoredItem(id=i, task="count", problem_type="numerical", correct=0, score=0.0,
+                       extracted=None, method="failed" if error else "rule")
+            for i in ids
+        ]  # fmt: skip
+        evaluation_scores[checkpoint] = _scores(checkpoint, items)
+    ev = Evaluation(BENCH, load_benchmark(BENCH), evaluation_scores)
+
+    [item] = build(EXP, ev, ReportConfig.Gallery(n=5, thumbnail_px=32), seed=0, sft_enabled=True)
+
+    assert (item.id, item.task, item.problem_type) == ("1", "count", "numerical")
+    assert (item.question, item.options, item.truth) == ("q1 of base", ["3", "4"], "3")
+    assert len(item.images) == 3 and item.missing_images == [], "at most MAX_IMAGES thumbnails"
+    base, sft = item.answers
+    assert (base.model, base.color, base.answer) == (
+        "base",
+        COLORS["base"],
+        "(no response: timed out)",
+    )
+    assert (base.reasoning, base.extracted, base.verdict) == (
+        fmt.DASH,
+        fmt.DASH,
+        "wrong (generation failed)",
+    )
+    assert (sft.model, sft.reasoning, sft.answer, sft.verdict) == (
+        "SFT",
+        "three",
+        fmt.DASH,
+        "wrong",
+    )

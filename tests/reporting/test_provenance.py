@@ -112,3 +112,172 @@ def test_without_envs_the_pins_are_unknown(project):
     found = _provenance(cfg, [])
     sft = [r for r in found["libraries"] if r["environment"].startswith("sft")]
     assert sft and all(r["version"] == "unknown (no envs/sft.txt)" for r in sft)
+
+
+# ---------------------------------------------------------------------------------- each part
+def _write(project: Path, relative: Path | str, data: dict) -> None:
+    import yaml
+
+    (project / relative).parent.mkdir(parents=True, exist_ok=True)
+    (project / relative).write_text(yaml.safe_dump(data))
+
+
+def test_a_missing_params_file_names_itself_and_the_command_that_writes_it(project):
+    import pytest
+
+    from vlrl.core.errors import StageError
+
+    with pytest.raises(StageError, match=r"resources/params/nope\.yaml does not exist; run `vlrl"):
+        provenance.model_info("nope")
+
+
+def test_a_hub_model_shows_its_repository_and_revision_a_built_one_says_so(project):
+    from vlrl.core import paths
+
+    hub = {"builder": "hf", "hf": {"repo_id": "Org/M", "revision": "abc"}}
+    _write(project, paths.model_params_file("hub"), hub)
+    _write(project, paths.model_params_file("empty"), {"builder": "hf"})
+    _write(project, paths.model_params_file("tiny"), {"builder": "tiny", "hf": hub["hf"]})
+    _write(project, paths.model_params_file("blank"), {})
+    assert provenance.model_info("hub") == {
+        "name": "hub", "source": "hub", "repo_id": "Org/M", "revision": "abc"
+    }  # fmt: skip
+    local = {"source": "built locally (builder: tiny, random init)", "repo_id": None}
+    for name in ("empty", "tiny", "blank"):
+        assert provenance.model_info(name) == {"name": name, **local, "revision": None}
+
+
+def test_data_rows_name_the_dataset_file_subsample_and_revision(project):
+    from vlrl.core import paths
+
+    _write(project, paths.dataset_params_file("mme"), {"repo_id": "lmms/MME", "revision": "r1"})
+    mme = Evaluation("mme", load_benchmark("mme"), {})
+    own = Evaluation("shapes_test", load_benchmark("shapes_test"), {})
+    assert provenance.data_info([mme, own]) == [
+        {"benchmark": "mme", "dataset": "mme", "file": "records/test.jsonl", "subsample": None,
+         "repo_id": "lmms/MME", "revision": "r1"},
+        {"benchmark": "shapes_test",
+         "dataset": "the experiment's own data (test split of the data stage)",
+         "file": None, "subsample": None, "repo_id": None, "revision": None},
+    ]  # fmt: skip
+
+
+def test_resolved_reads_nested_keys_as_plain_values():
+    from types import SimpleNamespace
+
+    from pydantic import BaseModel
+
+    class Inner(BaseModel):
+        x: int = 1
+
+    cfg = SimpleNamespace(a=SimpleNamespace(b=[Inner(), {"k": Inner(x=2)}]), c=3)
+    assert provenance.resolved(cfg, ("a.b", "c")) == {"a.b": [{"x": 1}, {"k": {"x": 2}}], "c": 3}
+
+
+def test_pins_read_names_lower_cased_without_extras_markers_or_comments(tmp_path, caplog):
+    lines = ["# header", "Foo_Bar==1.0", "baz[x,y]==2.0 ; python_version > '3'", "  qux==3#c"]
+    lines += ["unpinned>=1", "-e ./local", "dots.name-x==4.0rc1"]
+    (tmp_path / "r.txt").write_text("\n".join(lines) + "\n")
+    assert provenance.pins(tmp_path / "r.txt") == {
+        "foo_bar": "1.0", "baz": "2.0", "qux": "3", "dots.name-x": "4.0rc1"
+    }  # fmt: skip
+    with caplog.at_level("WARNING"):
+        assert provenance.pins(tmp_path / "none.txt") == {}
+    assert "none.txt does not exist" in caplog.text
+
+
+def test_libraries_show_installed_versions_warn_on_a_pin_mismatch_and_the_sft_pins(
+    tmp_path, caplog
+):
+    import importlib.metadata
+
+    numpy = importlib.metadata.version("numpy")
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "main.txt").write_text(f"numpy=={numpy}\nscipy==0.0.1\n")
+    (tmp_path / "envs" / "sft.txt").write_text("llamafactory==9.9\ntorch==1.0\n")
+    with caplog.at_level("WARNING"):
+        rows = provenance.libraries(tmp_path)
+    by = {(r["environment"], r["library"]): r["version"] for r in rows}
+    assert by[("main (installed)", "numpy")] == numpy
+    assert by[("main (installed)", "scipy")] == importlib.metadata.version("scipy")
+    assert "scipy" in caplog.text and "envs/main.txt pins 0.0.1" in caplog.text
+    assert "numpy" not in caplog.text, "a version that is the pin is not a warning"
+    assert by[("sft (envs/sft.txt)", "llamafactory")] == "9.9"
+    assert by[("sft (envs/sft.txt)", "torch")] == "1.0"
+    assert by[("sft (envs/sft.txt)", "peft")] == "not pinned"
+    assert [r["library"] for r in rows] == [*provenance.LIBRARIES, *provenance.SFT_LIBRARIES]
+
+
+def test_a_library_that_is_not_installed_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(provenance, "LIBRARIES", ("numpy", "no-such-library-here"))
+    rows = provenance.libraries(tmp_path)
+    assert rows[1] == {
+        "environment": "main (installed)", "library": "no-such-library-here",
+        "version": "not installed",
+    }  # fmt: skip
+
+
+def test_judges_rows_say_rules_or_the_judge_and_what_became_of_its_failures(project):
+    from vlrl.items.predictions import JudgeMetadata, ScoredItem, Scores
+
+    def scores(judge, correct):
+        items = [
+            ScoredItem(id=str(i), task="t", problem_type="free_form", extracted="x",
+                       correct=c, score=c, method="judge")
+            for i, c in enumerate(correct)
+        ]  # fmt: skip
+        return Scores(experiment="e", checkpoint="c", benchmark="b", protocol="p", n=1,
+                      accuracy=0, ci_low=0, ci_high=0, per_task={}, headline="accuracy",
+                      metrics={}, confidence=0.95, generation_failures=0, judge=judge,
+                      items=items)  # fmt: skip
+
+    judge = {"model": "j", "base_url": "http://x", "mode": "api", "prompt_version": "v1"}
+    judge |= {"calls": 5, "cache_hits": 2, "failures": 1}
+    ev = Evaluation(
+        "mmvet",
+        load_benchmark("mmvet"),
+        {
+            "base": scores(None, [1, 0]),
+            "sft": scores(JudgeMetadata(**judge, on_failure="unscored"), [1, None, None]),
+            "grpo": scores(JudgeMetadata(**judge), [0]),
+        },
+    )
+    base, sft, grpo = provenance.judges([ev], sft_enabled=False)
+    assert base == {
+        "benchmark": "mmvet", "model": "base", "protocol": "p", "judge": None, "base_url": None,
+        "mode": None, "prompt_version": None, "calls": None, "cache_hits": None,
+        "failures": None, "on_failure": None, "unscored": 0,
+    }  # fmt: skip
+    assert sft == {
+        "benchmark": "mmvet", "model": "SFT", "protocol": "p", "judge": "j",
+        "base_url": "http://x", "mode": "api", "prompt_version": "v1", "calls": 5,
+        "cache_hits": 2, "failures": 1, "on_failure": "left unscored", "unscored": 2,
+    }  # fmt: skip
+    assert grpo["model"] == "GRPO" and grpo["on_failure"] == "failures"
+
+
+def test_the_fingerprint_is_sha256_of_each_path_and_content_in_order(tmp_path):
+    import hashlib
+
+    (tmp_path / "a").write_bytes(b"1")
+    (tmp_path / "b").write_bytes(b"22")
+    expected = hashlib.sha256(b"a\x001\x00b\x0022\x00").hexdigest()
+    assert provenance.fingerprint(["a", "b"], tmp_path) == expected
+    assert provenance.fingerprint(["b", "a"], tmp_path) != expected
+    assert provenance.code("report", ["a", "b"], tmp_path) == {
+        "stage": "report", "files": ["a", "b"], "sha256": expected
+    }  # fmt: skip
+
+
+def test_collect_names_the_experiment_its_files_and_the_commit(project):
+    cfg = load_experiment("tiny_shapes")
+    _resolve(cfg.base_model, [])
+    (project / "f.py").write_text("x")
+    found = provenance.collect("tiny_shapes", cfg, ("seed",), [], ["f.py"], project)
+    assert found["experiment"] == "tiny_shapes"
+    assert found["experiment_file"] == "config/experiments/tiny_shapes.yaml"
+    assert found["config"] == {"seed": 0}
+    assert found["params_file"] == "results/tiny_shapes/params/report.yaml"
+    assert found["model"]["name"] == cfg.base_model and found["data"] == []
+    assert found["judges"] == [] and found["code"]["files"] == ["f.py"]
+    assert found["commit"] == provenance.COMMIT

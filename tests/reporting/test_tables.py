@@ -3,7 +3,11 @@ tables, each built here from rows shaped as the report stage's frames make them.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from vlrl.benchmarks import load_benchmark
 from vlrl.reporting.formatting import DASH
+from vlrl.reporting.frames import Evaluation
 from vlrl.reporting.tables import (
     _differs,
     _left_out,
@@ -11,9 +15,11 @@ from vlrl.reporting.tables import (
     comparisons_table,
     not_evaluated_table,
     protocol,
+    results_table,
     scored_by,
     scoring,
     source,
+    summary_table,
     versus_table,
 )
 
@@ -182,3 +188,153 @@ def test_a_comparison_row_is_told_with_its_counts_interval_and_judge() -> None:
     }
     assert "180" in table.iloc[0]["discordant"] and "60" in table.iloc[0]["discordant"]
     assert table.iloc[1]["scored by"] == "rules"
+
+
+# ---------------------------------------------------------------------------------- results
+def _result(**cells) -> dict:
+    row = {"benchmark": "mmbench_en_dev", "checkpoint": "base", "model": "base", "n": 10}
+    row |= {"accuracy": 0.5, "ci_low": 0.4, "ci_high": 0.6, "unscored": 0, "protocol": "vlrl"}
+    row |= {"judge": None, "generation_failures": 0, "judge_failures": 0}
+    return row | cells
+
+
+def test_a_results_table_leads_with_the_headline_then_accuracy_metrics_counts_and_tasks(project):
+    ev = Evaluation("mmbench_en_dev", load_benchmark("mmbench_en_dev"), {})
+    circular = {"metric.CircularEval": 0.3, "metric.CircularEval.ci_low": 0.2}
+    circular |= {"metric.CircularEval.ci_high": 0.4, "metric.CircularEval.left_out": 1}
+    tasks = {"a.n": 4, "a.accuracy": 0.5, "a.ci_low": 0.25, "a.ci_high": 0.75}
+    tasks |= {"b.n": None, "b.accuracy": None, "b.ci_low": None, "b.ci_high": None}
+    base = _result(**circular, **tasks, unscored=2)
+    grpo = _result(**circular, **tasks, checkpoint="grpo", model="GRPO", **{"metric.kappa": 0.7})
+    grpo |= {"b.n": 3.0, "b.accuracy": 1.0, "b.ci_low": 0.5, "b.ci_high": 1.0, "judge": "j"}
+    grpo["metric.CircularEval.left_out"] = 3
+    other = _result(benchmark="mme", model="elsewhere")
+
+    table = results_table([base, other, grpo], ev)
+
+    assert list(table.columns) == [
+        "model", "CircularEval (headline)", "accuracy", "kappa", "n", "unscored", "a", "b",
+        "scored by",
+    ]  # fmt: skip
+    assert table.to_dict("records") == [
+        {
+            "model": "base",
+            "CircularEval (headline)": "30.0 [20.0, 40.0] (1 group left out)",
+            "accuracy": "50.0 [40.0, 60.0]",
+            "kappa": DASH,
+            "n": "10",
+            "unscored": "2",
+            "a": "50.0 [25.0, 75.0] (n=4)",
+            "b": DASH,
+            "scored by": "vlrl rules",
+        },
+        {
+            "model": "GRPO",
+            "CircularEval (headline)": "30.0 [20.0, 40.0] (3 groups left out)",
+            "accuracy": "50.0 [40.0, 60.0]",
+            "kappa": "70.0",
+            "n": "10",
+            "unscored": "0",
+            "a": "50.0 [25.0, 75.0] (n=4)",
+            "b": "100.0 [50.0, 100.0] (n=3)",
+            "scored by": "vlrl rules + judge j",
+        },
+    ]
+
+
+def test_a_results_table_shows_a_task_sum_on_its_own_scale(project):
+    ev = Evaluation("mme", load_benchmark("mme"), {})
+    row = _result(benchmark="mme", **{"metric.perception": 1234.56})
+    table = results_table([row], ev)
+    assert list(table.columns)[:3] == ["model", "accuracy (headline)", "perception"]
+    assert table.iloc[0]["perception"] == "1234.6"
+
+
+# ---------------------------------------------------------------------------------- summary
+def _evaluations(project_scores: dict[str, dict[str, str]]) -> list[Evaluation]:
+    """Evaluations of ``{bench: {checkpoint: protocol}}`` (only the protocol is read)."""
+    return [
+        Evaluation(
+            bench,
+            load_benchmark(bench),
+            {c: SimpleNamespace(protocol=p) for c, p in checkpoints.items()},
+        )
+        for bench, checkpoints in project_scores.items()
+    ]
+
+
+def test_the_summary_puts_our_checkpoints_then_each_published_row_in_the_papers_columns(project):
+    evaluations = _evaluations(
+        {"mme": {"base": "vlrl", "grpo": "vlrl"}, "mmbench_en_dev": {"base": "vlrl", "grpo": "x"}}
+    )
+    mme = {"metric.perception": 1200.0, "metric.cognition": 300.5, "unscored": 2}
+    results = [
+        _result(benchmark="mme", **mme),
+        _result(benchmark="mmbench_en_dev", **{"metric.CircularEval": 0.25}),
+        _result(benchmark="mme", checkpoint="grpo", model="GRPO", judge="j", **mme),
+        _result(benchmark="mmbench_en_dev", checkpoint="grpo", model="GRPO", accuracy=None),
+    ]
+    published = {"reference": "paper_x", "row_id": "r1", "published_model": "X-7B"}
+    published |= {"table": "Table 2", "judge": "gpt-4o", "published_protocol": None}
+    published |= {"evaluated": True, "not_comparable": None}
+    versus = [
+        {**published, "benchmark": "mme", "metric": "perception+cognition"}
+        | {"published_as_printed": 1500.5},
+        {**published, "benchmark": "mmbench_en_dev", "metric": "CircularEval"}
+        | {"published_as_printed": 70.1, "not_comparable": "another split"},
+        {**published, "benchmark": "mmbench_en_dev", "metric": "accuracy"}
+        | {"published_as_printed": 9.9},
+        {**published, "benchmark": "mmstar", "metric": "accuracy", "evaluated": False}
+        | {"published_as_printed": 8.8},
+        {**published, "row_id": "r2", "published_model": "Y", "judge": "none"}
+        | {"published_protocol": "vlrl", "benchmark": "mme", "metric": "perception+cognition"}
+        | {"published_as_printed": 1400, "evaluated": False},
+    ]
+    columns = [("mme", "perception+cognition"), ("mmbench_en_dev", "CircularEval")]
+    columns.append(("mmbench_en_dev", "accuracy"))
+
+    table = summary_table(results, versus, evaluations, columns)
+
+    assert table.to_dict("records") == [
+        {
+            "model": "base (reproduced)",
+            "mme perception+cognition": "1500.5 (2 unscored)",
+            "mmbench_en_dev CircularEval": "25.0",
+            "mmbench_en_dev accuracy": "50.0",
+            "judge": "none (rules)",
+            "scoring protocol": "vlrl",
+        },
+        {
+            "model": "GRPO (reproduced)",
+            "mme perception+cognition": "1500.5 (2 unscored)",
+            "mmbench_en_dev CircularEval": DASH,
+            "mmbench_en_dev accuracy": DASH,
+            "judge": "j on mme",
+            "scoring protocol": "vlrl on mme; x on mmbench_en_dev",
+        },
+        {
+            "model": "X-7B (paper_x, Table 2)",
+            "mme perception+cognition": "1500.5",
+            "mmbench_en_dev CircularEval": "70.1 (not comparable)",
+            "mmbench_en_dev accuracy": "9.9",
+            "judge": "as published: gpt-4o",
+            "scoring protocol": "unknown",
+        },
+        {
+            "model": "Y (paper_x, Table 2)",
+            "mme perception+cognition": DASH,
+            "mmbench_en_dev CircularEval": DASH,
+            "mmbench_en_dev accuracy": DASH,
+            "judge": "as published: none",
+            "scoring protocol": "vlrl",
+        },
+    ]
+
+
+def test_a_checkpoint_missing_a_benchmark_has_a_dash_there(project):
+    evaluations = _evaluations({"mme": {"base": "vlrl"}, "mmstar": {}})
+    results = [_result(benchmark="mme")]
+    columns = [("mme", "accuracy"), ("mmstar", "accuracy")]
+    [row] = summary_table(results, [], evaluations, columns).to_dict("records")
+    assert row["mme accuracy"] == "50.0" and row["mmstar accuracy"] == DASH
+    assert row["scoring protocol"] == "vlrl"

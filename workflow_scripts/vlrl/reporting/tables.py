@@ -47,8 +47,17 @@ def _left_out(row: dict[str, Any] | None, metric: str) -> str:
     if not row or not row.get("unscored"):
         return ""
     groups = row.get(f"metric.{metric}.left_out") or 0
-    extra = f", {groups} group{'s' if groups > 1 else ''} left out" if groups else ""
+    extra = f", {_groups_left_out(groups)}" if groups else ""
     return f" ({row['unscored']} unscored{extra})"
+
+
+def _groups_left_out(n: int) -> str:
+    """How many groups a group metric left out (a member unscored).
+
+    >>> _groups_left_out(1), _groups_left_out(3)
+    ('1 group left out', '3 groups left out')
+    """
+    return f"{fmt.count(n)} group{'s' if n > 1 else ''} left out"
 
 
 def _metric_cell(row: dict[str, Any], name: str, scale: Scale) -> str:
@@ -67,7 +76,7 @@ def results_table(rows: list[dict[str, Any]], ev: Evaluation) -> pd.DataFrame:
             head = f"{name} (headline)" if name == ev.config.headline else name
             cells[head] = _metric_cell(r, name, ev.scale(name))
             if r.get(f"metric.{name}.left_out"):
-                cells[head] += f" ({fmt.count(r[f'metric.{name}.left_out'])} groups left out)"
+                cells[head] += f" ({_groups_left_out(r[f'metric.{name}.left_out'])})"
         cells["n"] = fmt.count(r["n"])
         cells["unscored"] = fmt.count(r["unscored"])
         for task in tasks_of(rows):
