@@ -174,10 +174,11 @@ class BenchmarkConfig(Section):
         "the first is its default, the one its reference scorer follows. An experiment picks "
         "another with score.protocol.<benchmark>; vlrl rescore compares them.",
     )
-    family: Literal["mathvista"] | None = Field(
+    family: Literal["mathvista", "dynamath"] | None = Field(
         None,
         description="The benchmark family whose own rule a toolkit protocol applies (VLMEvalKit "
-        "scores MathVista with its mathvista.py rule, not its generic one).",
+        "scores MathVista with its mathvista.py rule and DynaMath with dynamath.py's, not its "
+        "generic one).",
     )
     judge: BenchmarkJudge | None = Field(
         None, description="How a judge asks about its items (prompt)."

@@ -7,12 +7,14 @@
   the option-text length limit (c3371551) and "the answer is X" (a67ace50); ChartQA's relaxed
   accuracy relative to the gold.
 
-Per problem type: multiple choice by ``can_infer`` (:mod:`vlrl.scoring.choice`); yes/no by
-``YOrN_Extraction`` (``vlmeval/dataset/utils/yorn.py``, the same in both); ChartQA
-(``relaxed_tolerance``) by its relaxed accuracy (``vqa_eval.py``); MathVista (``family:
-mathvista``) by ``mathvista.py::post_check`` (typed equality of the whole answer, no rounding);
-other numbers and expressions by equality of value (MATH-Vision's ``mathv.py::is_equal``:
-string, number, latex2sympy; here Math-Verify); grounding by IoU ≥ the threshold.
+DynaMath (``family: dynamath``) by its own rule (``vlmeval/dataset/dynamath.py``, the same in
+both: :mod:`vlrl.scoring.dynamath`). Per problem type: multiple choice by ``can_infer``
+(:mod:`vlrl.scoring.choice`); yes/no by ``YOrN_Extraction`` (``vlmeval/dataset/utils/yorn.py``,
+the same in both); ChartQA (``relaxed_tolerance``) by its relaxed accuracy (``vqa_eval.py``);
+MathVista (``family: mathvista``) by ``mathvista.py::post_check`` (typed equality of the whole
+answer, no rounding); other numbers and expressions by equality of value (MATH-Vision's
+``mathv.py::is_equal``: string, number, latex2sympy; here Math-Verify); grounding by IoU ≥ the
+threshold.
 
 Both are VLMEvalKit's *exact matching* mode: where VLMEvalKit would ask a GPT model to extract
 an option letter or an answer, nothing is asked (judge ``none``) and the rule's miss is wrong;
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from vlrl.items.answers import normalize_text
 from vlrl.scoring import choice, maths
 from vlrl.scoring.candidate import Candidate, Verdict, verdict
+from vlrl.scoring.dynamath import dynamath_vlmevalkit
 from vlrl.scoring.protocols.base import ScoringProtocol
 from vlrl.scoring.protocols.vlrl import match as vlrl_match
 from vlrl.scoring.rules import answer_span, yes_or_no
@@ -50,6 +53,8 @@ def _matcher(
 ) -> Callable[[Candidate], Verdict]:
     def match(candidate: Candidate) -> Verdict:
         kind = candidate.problem_type
+        if candidate.family == "dynamath":
+            return dynamath_vlmevalkit(candidate)
         if candidate.family == "mathvista" and kind != "yes_no":
             return mathvista(candidate)
         if kind == "multiple_choice":
@@ -70,7 +75,7 @@ PROTOCOLS = (
         name="vlmevalkit_2505",
         title="VLMEvalKit as of May 2025 (exact matching)",
         source="open-compass/VLMEvalKit@c026693a vlmeval/utils/matching_util.py, "
-        "vlmeval/dataset/utils/{yorn,mathvista,vqa_eval,mathv}.py",
+        "vlmeval/dataset/utils/{yorn,mathvista,vqa_eval,mathv}.py, vlmeval/dataset/dynamath.py",
         judge="none",
         covers=COVERS,
         match=_matcher(
@@ -81,7 +86,7 @@ PROTOCOLS = (
         name="vlmevalkit_2608",
         title="VLMEvalKit as of Aug 2026 (exact matching)",
         source="open-compass/VLMEvalKit@e8e78f05 vlmeval/utils/matching_util.py, "
-        "vlmeval/dataset/utils/{yorn,mathvista,vqa_eval,mathv}.py",
+        "vlmeval/dataset/utils/{yorn,mathvista,vqa_eval,mathv}.py, vlmeval/dataset/dynamath.py",
         judge="none",
         covers=COVERS,
         match=_matcher(
