@@ -289,3 +289,98 @@ def test_the_gallery_shows_failures_missing_answers_and_only_items_every_checkpo
         fmt.DASH,
         "wrong",
     )
+
+
+# ---------------------------------------------------------------------------------- edges
+def _write(checkpoint: str, ids: list[str], scored: list[str], **fields) -> Scores:
+    """Predictions of ``ids`` and scores of ``scored`` for a checkpoint; the pictures are white."""
+    folder = paths.data_dir(EXP) / "images"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in ids:
+        Image.new("RGB", (40, 40), "white").save(folder / f"{i}.png")
+    base = dict(task="count", problem_type="numerical", problem="q", answer="3", prompt="p")
+    base |= dict(response="<answer>3</answer>", model="m", checkpoint=checkpoint)
+    predictions = [
+        Prediction(**{**base, "id": i, "images": [f"images/{i}.png"], **fields}) for i in ids
+    ]
+    write_predictions(paths.predictions_file(EXP, checkpoint, BENCH), predictions)
+    problem_type = fields.get("problem_type", "numerical")
+    items = [
+        ScoredItem(id=i, task="count", problem_type=problem_type, extracted="3",
+                   correct=int(i == "1" and checkpoint == "grpo"), score=1.0, method="rule")
+        for i in scored
+    ]  # fmt: skip
+    return _scores(checkpoint, items)
+
+
+def test_only_items_every_checkpoint_scored_and_predicted_are_drawn_with_the_benchmarks_salt(
+    project,
+):
+    scores = {"base": _write("base", ["1", "2", "3"], ["1", "2"])}
+    scores["grpo"] = _write("grpo", ["1", "2", "3"], ["1", "2", "3"])
+    ev = Evaluation(BENCH, load_benchmark(BENCH), scores)
+    gallery = build(EXP, ev, ReportConfig.Gallery(n=5, thumbnail_px=40), seed=4, sft_enabled=False)
+    verdicts = {"1": (0, 1), "2": (0, 0)}
+    assert [i.id for i in gallery] == pick(verdicts, {"1": "count", "2": "count"}, 5, 4, BENCH)
+    assert [a.checkpoint for a in gallery[0].answers] == ["base", "grpo"]
+
+
+def test_a_missing_predictions_file_is_the_reports_error(project):
+    from vlrl.core.errors import StageError
+
+    ev = Evaluation(BENCH, load_benchmark(BENCH), {"base": _scores("base", [])})
+    with pytest.raises(StageError, match=r"^report: predictions .* do not exist"):
+        build(EXP, ev, ReportConfig.Gallery(n=1), seed=0, sft_enabled=True)
+
+
+def test_only_a_grounding_items_first_reference_box_is_drawn_on_its_first_picture(project):
+    boxes = [[2, 2, 12, 12], [24, 24, 36, 36]]
+    common = dict(problem_type="grounding", boxes=boxes)
+    ev = Evaluation(BENCH, load_benchmark(BENCH), {"base": _write("base", ["1"], ["1"], **common)})
+    Image.new("RGB", (40, 40), "white").save(paths.data_dir(EXP) / "images" / "second.png")
+    images = ["images/1.png", "images/second.png"]
+    write_predictions(
+        paths.predictions_file(EXP, "base", BENCH),
+        [Prediction(id="1", task="count", problem="q", answer="[2, 2, 12, 12]", prompt="p",
+                    response="", model="m", checkpoint="base", images=images, **common)],
+    )  # fmt: skip
+    [item] = build(EXP, ev, ReportConfig.Gallery(n=1, thumbnail_px=40), 0, True)
+    first, second = (_png(data) for data in item.images)
+    assert first.getpixel((2, 7)) == GREEN, "the first reference box"
+    assert first.getpixel((24, 30)) == (255, 255, 255), "not the second"
+    assert second.getpixel((2, 7)) == (255, 255, 255), "boxes only on the first picture"
+
+
+def test_no_box_is_drawn_on_an_item_that_is_not_grounding(project):
+    ev = Evaluation(
+        BENCH, load_benchmark(BENCH), {"base": _write("base", ["1"], ["1"], boxes=[[2, 2, 12, 12]])}
+    )
+    [item] = build(EXP, ev, ReportConfig.Gallery(n=1, thumbnail_px=40), 0, True)
+    assert _png(item.images[0]).getpixel((2, 7)) == (255, 255, 255)
+
+
+def test_an_unreadable_picture_is_named_in_a_warning(project, caplog):
+    ev = Evaluation(BENCH, load_benchmark(BENCH), {"base": _write("base", ["7"], ["7"])})
+    (paths.data_dir(EXP) / "images" / "7.png").write_bytes(b"not a picture")
+    with caplog.at_level("WARNING"):
+        [item] = build(EXP, ev, ReportConfig.Gallery(n=1), 0, True)
+    assert item.missing_images == ["images/7.png"]
+    [message] = caplog.messages
+    assert message.startswith("report: gallery image ") and "7.png of item 7: " in message
+    assert "cannot identify image file" in message
+
+
+def test_a_thumbnail_of_any_mode_is_drawn_in_colour_and_a_thin_picture_keeps_a_pixel(tmp_path):
+    gray = tmp_path / "gray.png"
+    Image.new("L", (40, 40), 255).save(gray)
+    image = _png(thumbnail(gray, 40, [([2, 2, 12, 12], TRUTH)]))
+    assert image.getpixel((2, 7)) == GREEN
+    thin = tmp_path / "thin.png"
+    Image.new("RGB", (2, 300), "white").save(thin)
+    assert _png(thumbnail(thin, 100)).size == (1, 100)
+
+
+def test_the_default_salt_is_empty():
+    verdicts = {str(i): (i % 2, 0) for i in range(12)}
+    tasks = dict.fromkeys(verdicts, "t")
+    assert pick(verdicts, tasks, 5, seed=2) == pick(verdicts, tasks, 5, seed=2, salt="")

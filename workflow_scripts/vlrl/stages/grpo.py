@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from vlrl import sharing
 from vlrl.algorithms import build_trainer, grpo_servers
@@ -345,8 +345,9 @@ def train_in_ranks(
     return times
 
 
-def rank_main(argv: list[str]) -> None:
-    """Entry point of one torchrun rank: ``exp config.json out resume_from``.
+def rank_main(argv: list[str]) -> NoReturn:
+    """Entry point of one torchrun rank: ``exp config.json out resume_from``; it never returns
+    (:func:`vlrl.cluster.rank_exit.exit_finished_rank` ends the finished rank).
 
     The stage's declared keys come from the file (overrides included), the rest from the
     experiment file alone. :func:`train` reads only declared keys: the tests run it under
