@@ -338,3 +338,22 @@ def test_a_checkpoint_missing_a_benchmark_has_a_dash_there(project):
     [row] = summary_table(results, [], evaluations, columns).to_dict("records")
     assert row["mme accuracy"] == "50.0" and row["mmstar accuracy"] == DASH
     assert row["scoring protocol"] == "vlrl"
+
+
+def test_two_judge_failures_are_plural_and_an_unevaluated_row_first_skips_only_itself():
+    assert scored_by({"judge": "j", "judge_failures": 2}) == "rules + judge j; 2 judge failures"
+    rows = [{**PUBLISHED, "evaluated": False}, {**PUBLISHED, "evaluated": True}]
+    assert len(versus_table(rows, 0.9)) == 1
+
+
+def test_the_summary_names_every_judge_and_the_groups_its_metric_left_out(project):
+    evaluations = _evaluations({"mme": {"base": "vlrl"}, "mmbench_en_dev": {"base": "vlrl"}})
+    circular = {"metric.CircularEval": 0.25, "metric.CircularEval.left_out": 1, "unscored": 2}
+    results = [
+        _result(benchmark="mme", judge="j"),
+        _result(benchmark="mmbench_en_dev", judge="k", **circular),
+    ]
+    columns = [("mme", "accuracy"), ("mmbench_en_dev", "CircularEval")]
+    [row] = summary_table(results, [], evaluations, columns).to_dict("records")
+    assert row["judge"] == "j on mme; k on mmbench_en_dev"
+    assert row["mmbench_en_dev CircularEval"] == "25.0 (2 unscored, 1 group left out)"
