@@ -1,11 +1,12 @@
 """DynaMath: ``DynaMath/DynaMath_Sample`` (config ``default``), ten splits ``sample_variant1`` ..
 ``sample_variant10`` of 501 rows each, the released draw of the benchmark of Zou et al.,
 "DynaMath: A Dynamic Visual Benchmark for Evaluating Mathematical Reasoning Robustness of Vision
-Language Models" (ICLR 2025, arXiv 2411.00836): 501 seed questions, each a program, drawn ten
+Language Models" (arXiv 2411.00836): 501 seed questions, each a program, drawn ten
 times (5,010 concrete questions). All ten are written as the ``test`` split.
 
-The split files are ``data/sample_variant<k>-*.parquet`` (or ``data/sample<k>-*.parquet``, the
-name the card gave them in its first revisions); the variant ``k`` is read from the name. Raw
+The split files are ``data/sample<k>-*.parquet`` (the card's ``data_files`` at revision
+5370736e) or ``data/sample_variant<k>-*.parquet`` (the names of a copy, lscpku/DynaMath_Sample);
+the variant ``k`` is read from the name. Raw
 fields (the card's ``dataset_info``): ``id`` (string, the seed question, the same in every
 variant), ``question``, ``image`` (string, the image's path in the authors' zip, unused),
 ``decoded_image`` (image, parquet struct ``{bytes, path}``), ``ground_truth`` (string),
