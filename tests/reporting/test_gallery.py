@@ -11,6 +11,7 @@ from PIL import Image
 from vlrl.benchmarks import load_benchmark
 from vlrl.config import ReportConfig
 from vlrl.core import paths
+from vlrl.core.errors import StageError
 from vlrl.items.predictions import Prediction, ScoredItem, Scores, write_predictions
 from vlrl.reporting import formatting as fmt
 from vlrl.reporting.frames import Evaluation
@@ -326,8 +327,6 @@ def test_only_items_every_checkpoint_scored_and_predicted_are_drawn_with_the_ben
 
 
 def test_a_missing_predictions_file_is_the_reports_error(project):
-    from vlrl.core.errors import StageError
-
     ev = Evaluation(BENCH, load_benchmark(BENCH), {"base": _scores("base", [])})
     with pytest.raises(StageError, match=r"^report: predictions .* do not exist"):
         build(EXP, ev, ReportConfig.Gallery(n=1), seed=0, sft_enabled=True)

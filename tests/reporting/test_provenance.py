@@ -3,13 +3,23 @@ path, time or commit, so a fresh clone reproduces it byte for byte."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from pydantic import BaseModel
 
 from vlrl.benchmarks import load_benchmark
 from vlrl.config import load_experiment
 from vlrl.config.reads import declared_reads
+from vlrl.core import paths
+from vlrl.core.errors import StageError
+from vlrl.items.predictions import JudgeMetadata, ScoredItem, Scores
 from vlrl.reporting import provenance
 from vlrl.reporting.frames import Evaluation
 from vlrl.workflow import resolve, stage_deps
@@ -116,24 +126,16 @@ def test_without_envs_the_pins_are_unknown(project):
 
 # ---------------------------------------------------------------------------------- each part
 def _write(project: Path, relative: Path | str, data: dict) -> None:
-    import yaml
-
     (project / relative).parent.mkdir(parents=True, exist_ok=True)
     (project / relative).write_text(yaml.safe_dump(data))
 
 
 def test_a_missing_params_file_names_itself_and_the_command_that_writes_it(project):
-    import pytest
-
-    from vlrl.core.errors import StageError
-
     with pytest.raises(StageError, match=r"resources/params/nope\.yaml does not exist; run `vlrl"):
         provenance.model_info("nope")
 
 
 def test_a_hub_model_shows_its_repository_and_revision_a_built_one_says_so(project):
-    from vlrl.core import paths
-
     hub = {"builder": "hf", "hf": {"repo_id": "Org/M", "revision": "abc"}}
     _write(project, paths.model_params_file("hub"), hub)
     _write(project, paths.model_params_file("empty"), {"builder": "hf"})
@@ -148,8 +150,6 @@ def test_a_hub_model_shows_its_repository_and_revision_a_built_one_says_so(proje
 
 
 def test_data_rows_name_the_dataset_file_subsample_and_revision(project):
-    from vlrl.core import paths
-
     _write(project, paths.dataset_params_file("mme"), {"repo_id": "lmms/MME", "revision": "r1"})
     mme = Evaluation("mme", load_benchmark("mme"), {})
     own = Evaluation("shapes_test", load_benchmark("shapes_test"), {})
@@ -163,10 +163,6 @@ def test_data_rows_name_the_dataset_file_subsample_and_revision(project):
 
 
 def test_resolved_reads_nested_keys_as_plain_values():
-    from types import SimpleNamespace
-
-    from pydantic import BaseModel
-
     class Inner(BaseModel):
         x: int = 1
 
@@ -189,8 +185,6 @@ def test_pins_read_names_lower_cased_without_extras_markers_or_comments(tmp_path
 def test_libraries_show_installed_versions_warn_on_a_pin_mismatch_and_the_sft_pins(
     tmp_path, caplog
 ):
-    import importlib.metadata
-
     numpy = importlib.metadata.version("numpy")
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "main.txt").write_text(f"numpy=={numpy}\nscipy==0.0.1\n")
@@ -218,8 +212,6 @@ def test_a_library_that_is_not_installed_says_so(tmp_path, monkeypatch):
 
 
 def test_judges_rows_say_rules_or_the_judge_and_what_became_of_its_failures(project):
-    from vlrl.items.predictions import JudgeMetadata, ScoredItem, Scores
-
     def scores(judge, correct):
         items = [
             ScoredItem(id=str(i), task="t", problem_type="free_form", extracted="x",
@@ -257,8 +249,6 @@ def test_judges_rows_say_rules_or_the_judge_and_what_became_of_its_failures(proj
 
 
 def test_the_fingerprint_is_sha256_of_each_path_and_content_in_order(tmp_path):
-    import hashlib
-
     (tmp_path / "a").write_bytes(b"1")
     (tmp_path / "b").write_bytes(b"22")
     expected = hashlib.sha256(b"a\x001\x00b\x0022\x00").hexdigest()
