@@ -96,6 +96,7 @@ def _preempt_after_step_one(root: Path, sent: list[str], over: threading.Event) 
 
 
 STOPPED_LOG = "grpo.stopped.log"
+POLICY = f"results/{EXP}/grpo/final/model.safetensors"
 
 
 def _keep_the_stopped_runs_log(root: Path) -> None:
@@ -165,14 +166,29 @@ def _stopped_ranks(project: Project, why: str) -> set[str]:
     return set(re.findall(rf"(\[rank \d+\]) stopping after step \d+ of \d+ {why}", log))
 
 
+@pytest.fixture(scope="module")
+def trained_to_sft(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str]:
+    """The preemption tests' project with its data and SFT built here (GRPO is under test, not
+    the stages before it), and the SHA-256 of the policy its GRPO stage trains uninterrupted (run
+    here on a copy): each test takes a copy and runs GRPO on the cluster, interrupted."""
+    require_cluster()
+    project = Project(tmp_path_factory.mktemp("preempted-base"))
+    project.shrink(VALUES)
+    project.snakemake(f"results/{EXP}/sft")
+    local = Project(tmp_path_factory.mktemp("uninterrupted"), copy_of=project)
+    local("workflow_scripts/vlrl.sh", "grpo", EXP)
+    summary = json.loads((local.root / f"results/{EXP}/grpo/train_summary.json").read_text())
+    assert summary["resumed_from"] is None and summary["steps"] == STEPS, summary
+    return project, hashlib.sha256((local.root / POLICY).read_bytes()).hexdigest()
+
+
 def test_a_signalled_grpo_job_checkpoints_requeues_and_resumes(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, trained_to_sft: tuple[Project, str]
 ) -> None:
     """Two ranks under torchrun (each in a session of its own) below the relay: the signal
     Slurm gives the step's first process alone reaches both."""
-    require_cluster()
-    project = Project(tmp_path_factory.mktemp("preempted"))
-    project.shrink(VALUES)
+    base, uninterrupted = trained_to_sft
+    project = Project(tmp_path_factory.mktemp("preempted"), copy_of=base)
     started = time.strftime("%Y-%m-%dT%H:%M:%S")
     sent: list[str] = []
     log = _run_interrupted(
@@ -184,26 +200,28 @@ def test_a_signalled_grpo_job_checkpoints_requeues_and_resumes(
     assert wait_for_accounting([sent[0]])[sent[0]][0] == "COMPLETED"
     assert _stopped_ranks(project, "on SIGURG") == {"[rank 0]", "[rank 1]"}, log[-3000:]
     assert "relay: SIGURG: asked" in (project.root / STOPPED_LOG).read_text()
-    _resumed_to_the_uninterrupted_policy(project, tmp_path_factory)
+    _resumed_to_the_uninterrupted_policy(project, uninterrupted)
 
 
 @pytest.mark.cluster
 @pytest.mark.parametrize(("qos", "mode"), [("vlrl-low", "REQUEUE"), ("vlrl-low-cancel", "CANCEL")])
 def test_a_preempted_grpo_job_resumes_in_either_preempt_mode(
-    tmp_path_factory: pytest.TempPathFactory, qos: str, mode: str
+    tmp_path_factory: pytest.TempPathFactory,
+    trained_to_sft: tuple[Project, str],
+    qos: str,
+    mode: str,
 ) -> None:
     """The preemption's SIGTERM reaches the relay; the ranks checkpoint within the GraceTime and
     the stage requeues its job; under CANCEL, a job the grace was too short for would end
     PREEMPTED, which fails and is retried (vlrl.workflow.slurm_preempted), never waited on."""
-    require_cluster()
     mode_of = subprocess.run(
         ["sacctmgr", "-n", "-P", "show", "qos", qos, "format=PreemptMode"],
         capture_output=True,
         text=True,
     ).stdout.strip()
     assert mode_of.upper() == mode, f"QOS {qos} has PreemptMode {mode_of!r}: rerun .ci/slurm-up"
-    project = Project(tmp_path_factory.mktemp(f"preempted-{mode.lower()}"))
-    project.shrink(VALUES)
+    base, uninterrupted = trained_to_sft
+    project = Project(tmp_path_factory.mktemp(f"preempted-{mode.lower()}"), copy_of=base)
     started = time.strftime("%Y-%m-%dT%H:%M:%S")
     sent: list[str] = []
     resources = [f"grpo:slurm_extra='{signal_option(60)}'", f"grpo:qos={qos}"]
@@ -217,7 +235,7 @@ def test_a_preempted_grpo_job_resumes_in_either_preempt_mode(
     assert _stopped_ranks(project, "on SIGURG") == {"[rank 0]", "[rank 1]"}, stopped[-3000:]
     # the preemption's SIGTERM, which Slurm gave the step's first process alone
     assert "relay: SIGTERM: asked" in stopped
-    _resumed_to_the_uninterrupted_policy(project, tmp_path_factory)
+    _resumed_to_the_uninterrupted_policy(project, uninterrupted)
 
 
 PREEMPTED_WORKFLOW = """
@@ -357,24 +375,11 @@ def _processes_of(job: str) -> list[str]:
     return out.splitlines()[1:]
 
 
-def _resumed_to_the_uninterrupted_policy(
-    project: Project, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def _resumed_to_the_uninterrupted_policy(project: Project, uninterrupted: str) -> None:
+    """The interrupted run resumed from a checkpoint between its first and last steps, removed
+    its checkpoints, and trained the policy of the uninterrupted run, bit for bit."""
     summary = json.loads((project.root / f"results/{EXP}/grpo/train_summary.json").read_text())
     resumed = int(summary["resumed_from"].rsplit("-", 1)[1])
     assert 1 < resumed < STEPS and summary["steps"] == STEPS, summary["resumed_from"]
     assert not (project.root / f"results/{EXP}/grpo_checkpoints").exists()
-
-    # the same GRPO stage, uninterrupted, on a copy of the project as the Slurm run left it
-    local = Project(tmp_path_factory.mktemp("uninterrupted"), copy_of=project)
-    policy = f"results/{EXP}/grpo/final/model.safetensors"
-    local("mv", f"results/{EXP}/grpo", "grpo.signalled")
-    local("workflow_scripts/vlrl.sh", "grpo", EXP)
-    assert (
-        json.loads((local.root / f"results/{EXP}/grpo/train_summary.json").read_text())[
-            "resumed_from"
-        ]
-        is None
-    )
-    digest = [hashlib.sha256((p.root / policy).read_bytes()).hexdigest() for p in (project, local)]
-    assert digest[0] == digest[1]
+    assert hashlib.sha256((project.root / POLICY).read_bytes()).hexdigest() == uninterrupted

@@ -22,7 +22,8 @@ PARAMS = [f"results/tiny_shapes/params/{s}.yaml" for s in ("data", "sft", "grpo"
 def _dvc_project(project: Path, stages: dict) -> Path:
     """``project`` (the scratch copy of config/ and params.yaml) made a DVC project whose
     dvc.yaml has ``resolve`` and ``stages``."""
-    subprocess.run([handover.dvc_executable(), "init", "--no-scm", "-q"], cwd=project, check=True)
+    dvc = Path(sys.executable).parent / "dvc"
+    subprocess.run([dvc, "init", "--no-scm", "-q"], cwd=project, check=True)
     resolve = {"cmd": "vlrl resolve", "outs": [{p: {"cache": False}} for p in PARAMS]}
     (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"resolve": resolve, **stages}}))
     return project
@@ -116,19 +117,37 @@ def test_a_stage_is_stale_when_its_deps_or_outs_differ(tmp_path: Path) -> None:
     assert handover.stale_stages({"a": ({"x"}, {"y", "m"})}, tmp_path) == ["a"]
 
 
-def test_dvc_is_the_one_beside_the_python_else_on_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    venv = tmp_path / "venv" / "bin"
-    venv.mkdir(parents=True)
-    monkeypatch.setattr(sys, "executable", str(venv / "python"))
-    monkeypatch.setattr(handover.shutil, "which", lambda name: f"/usr/bin/{name}")
-    assert handover.dvc_executable() == "/usr/bin/dvc"
-    (venv / "dvc").write_text("")
-    assert handover.dvc_executable() == str(venv / "dvc")
-    (venv / "dvc").unlink()
-    monkeypatch.setattr(handover.shutil, "which", lambda name: None)
-    assert handover.dvc_executable() == "dvc"
+def test_the_commit_records_what_dvcs_own_command_records(tmp_path: Path) -> None:
+    """One pass of DVC's commit steps (handover._commit) against `dvc commit --force
+    --no-relink` of the same stages, one at a time, on two copies of one project: the same
+    dvc.lock, the same cache, the workspace's files left alone by both."""
+    stages = {
+        "make--a": {"cmd": "a", "deps": ["x", "d"], "outs": [{"y": {}}, {"e": {}}]},
+        "make--b": {"cmd": "b", "deps": ["y"], "outs": [{"z": {"cache": False}}]},
+        "make--c": {"cmd": "c", "deps": ["z", "y"], "metrics": [{"m.json": {"cache": False}}]},
+        "left--out": {"cmd": "d", "deps": ["x"], "outs": [{"w": {}}]},
+    }
+    names = ["resolve", "make--c", "make--a", "make--b"]
+    roots = []
+    for copy in ("ours", "dvcs"):
+        root = tmp_path / copy
+        (root / "config").mkdir(parents=True)
+        _dvc_project(root, stages)
+        for name in ("x", "y", "z", "m.json", "d/one", "d/two/three", "e/f", *PARAMS):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(f"{name}\n")
+        roots.append(root)
+    times = {p: p.stat().st_mtime_ns for p in roots[0].rglob("*") if ".dvc" not in p.parts}
+    handover._commit(roots[0], names)
+    dvc = Path(sys.executable).parent / "dvc"
+    subprocess.run(
+        [dvc, "commit", "--force", "--no-relink", "-q", *names], cwd=roots[1], check=True
+    )
+    assert (roots[0] / "dvc.lock").read_text() == (roots[1] / "dvc.lock").read_text()
+    assert set(_locked(roots[0])) == set(names)
+    cached = [sorted(p.relative_to(r) for p in (r / ".dvc" / "cache").rglob("*")) for r in roots]
+    assert cached[0] == cached[1] and cached[0]
+    assert {p: p.stat().st_mtime_ns for p in times} == times
 
 
 def test_the_handover_works_in_the_project_root_from_anywhere(

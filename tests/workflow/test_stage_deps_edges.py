@@ -138,6 +138,25 @@ def test_entry_modules_and_code_modules_of_the_given_tree(tmp_path: Path) -> Non
     }
 
 
+def test_code_follows_edits_added_and_removed_modules_in_one_process(tmp_path: Path) -> None:
+    """The imports are cached per version of the source tree: an edited import, a module added
+    (its importer unchanged) or removed changes the answer at once, in the same process."""
+    root = _tree(tmp_path, {"stages/alpha.py": "from vlrl import extra\n"})
+    package = root / "workflow_scripts" / "vlrl"
+    base = {"vlrl", "vlrl.boot", "vlrl.stages", "vlrl.stages.alpha"}
+    assert stage_deps.code_modules("alpha", root) == base  # vlrl.extra does not exist yet
+    (package / "extra.py").write_text("")
+    assert stage_deps.code_modules("alpha", root) == base | {"vlrl.extra"}
+    _rewrite(package / "extra.py", "from vlrl import more\n")
+    (package / "more.py").write_text("")
+    assert stage_deps.imported_modules("vlrl.extra", root) == {"vlrl", "vlrl.more"}
+    assert stage_deps.code_modules("alpha", root) == base | {"vlrl.extra", "vlrl.more"}
+    (package / "more.py").unlink()
+    assert stage_deps.code_modules("alpha", root) == base | {"vlrl.extra"}
+    _rewrite(package / "stages" / "alpha.py", "")
+    assert stage_deps.code_modules("alpha", root) == base
+
+
 def test_reward_families_of_the_given_tree_narrow_the_code(tmp_path: Path) -> None:
     root = _tree(tmp_path)
     assert stage_deps.reward_families(root) == {"vlrl.rewards.fam_a", "vlrl.rewards.fam_b"}

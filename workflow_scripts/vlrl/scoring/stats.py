@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import binomtest
 
 
 def proportion_ci(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -32,6 +31,8 @@ def proportion_ci(k: int, n: int, confidence: float = 0.95) -> tuple[float, floa
         raise ValueError("proportion_ci: n must be positive (no items scored)")
     if not 0 <= k <= n:
         raise ValueError(f"proportion_ci: k={k} is not between 0 and n={n}")
+    from scipy.stats import binomtest  # (here: the Snakefile imports this module, scipy is slow)
+
     ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)
 
@@ -89,6 +90,8 @@ def paired_difference(
     a_only = int(np.sum(d > 0))
     b_only = int(np.sum(d < 0))
     discordant = a_only + b_only
+    from scipy.stats import binomtest
+
     p_value = float(binomtest(a_only, discordant, 0.5).pvalue) if discordant else 1.0
 
     low, high = mean_interval(d, confidence, resamples, seed)

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -82,7 +84,11 @@ def module_file(module: str, root: Path | None = None) -> Path | None:
     >>> module_file("vlrl.no_such_module") is None
     True
     """
-    base = source_root(root).joinpath(*module.split("."))
+    return _module_file(source_root(root), module)
+
+
+def _module_file(source: Path, module: str) -> Path | None:
+    base = source.joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
@@ -142,9 +148,29 @@ def imported_modules(module: str, root: Path | None = None, by_name: bool = True
     """The ``vlrl`` modules that ``module``'s source imports (one level, names that exist; an
     old path that moved counts as the modules it moved to, :mod:`vlrl.core.moved`), and, with
     ``by_name``, those it names to import when it runs (:data:`NAMED_IMPORT`)."""
-    path = module_file(module, root)
+    source = source_root(root)
+    return set(_imported_modules(module, source, by_name, _version(source)))
+
+
+def _version(source: Path) -> str:
+    """A fingerprint of the package's source under ``source``: the path, time and size of
+    every file and folder, so that an edited, added or removed module changes it."""
+    entries = []
+    for folder, dirs, files in os.walk(source / PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            stat = os.stat(os.path.join(folder, name))
+            entries.append((folder, name, stat.st_mtime_ns, stat.st_size))
+    return hashlib.sha256(repr(entries).encode()).hexdigest()
+
+
+@functools.cache
+def _imported_modules(module: str, source: Path, by_name: bool, version: str) -> frozenset[str]:
+    """:func:`imported_modules` of one version of the source (:func:`_version`): the stages
+    share most modules, and the Snakefile asks for every stage's code."""
+    path = _module_file(source, module)
     if path is None:
-        raise ConfigError(f"no source file for module {module} under {source_root(root)}")
+        raise ConfigError(f"no source file for module {module} under {source}")
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
     for node in _import_nodes(_parse(path)):
@@ -160,12 +186,12 @@ def imported_modules(module: str, root: Path | None = None, by_name: bool = True
             # `from vlrl.x import y`: y is a submodule, or a name defined in vlrl.x
             names = [target, *(f"{target}.{alias.name}" for alias in node.names)]
         for name in (new for old in names for new in moved.current(old)):
-            if (name == PACKAGE or name.startswith(PACKAGE + ".")) and module_file(name, root):
+            if (name == PACKAGE or name.startswith(PACKAGE + ".")) and _module_file(source, name):
                 found.add(name)
     for name in _named_imports(path) if by_name else ():
-        if module_file(name, root):
+        if _module_file(source, name):
             found.add(name)
-    return found
+    return frozenset(found)
 
 
 NAMED_IMPORT = re.compile(rf"^({PACKAGE}(?:\.\w+)+):\w+$")
@@ -251,6 +277,8 @@ def code_modules(
     start = f"{PACKAGE}.stages.{stage}"
     if module_file(start, root) is None:
         raise ConfigError(f"stage {stage!r} has no module {source_root(root)}/vlrl/stages/")
+    source = source_root(root)
+    version = _version(source)  # once: the stages' walks share one version's imports
     families = reward_families(root)
     if rewards is not None:
         families &= {f"{REWARDS}.{name.split('.')[0]}" for name in rewards}
@@ -262,7 +290,7 @@ def code_modules(
             if name in seen or is_not_code(name):
                 continue
             seen.add(name)
-            todo.extend(imported_modules(name, root) - seen)
+            todo.extend(_imported_modules(name, source, True, version) - seen)
             if name == REWARDS:
                 todo.extend(families - seen)
     return seen
