@@ -138,7 +138,9 @@ def test_the_commit_records_what_dvcs_own_command_records(tmp_path: Path) -> Non
             (root / name).write_text(f"{name}\n")
         roots.append(root)
     times = {p: p.stat().st_mtime_ns for p in roots[0].rglob("*") if ".dvc" not in p.parts}
+    pipeline = (roots[0] / "dvc.yaml").read_text()
     handover._commit(roots[0], names)
+    assert (roots[0] / "dvc.yaml").read_text() == pipeline  # dvc.lock alone is written
     dvc = Path(sys.executable).parent / "dvc"
     subprocess.run(
         [dvc, "commit", "--force", "--no-relink", "-q", *names], cwd=roots[1], check=True

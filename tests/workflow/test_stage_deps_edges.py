@@ -153,8 +153,39 @@ def test_code_follows_edits_added_and_removed_modules_in_one_process(tmp_path: P
     assert stage_deps.code_modules("alpha", root) == base | {"vlrl.extra", "vlrl.more"}
     (package / "more.py").unlink()
     assert stage_deps.code_modules("alpha", root) == base | {"vlrl.extra"}
+    assert stage_deps.imported_modules("vlrl.extra", root) == {"vlrl"}
+    # a rewrite of the same size (the parse cache's key is the file's time and size)
+    (package / "moro.py").write_text("")
+    _rewrite(package / "extra.py", "from vlrl import moro\n")
+    assert stage_deps.imported_modules("vlrl.extra", root) == {"vlrl", "vlrl.moro"}
+    # a rewrite that keeps the file's time (as a tool putting back times does): its size tells
+    kept = (package / "extra.py").stat()
+    (package / "extra.py").write_text("import vlrl.moro\n")
+    os.utime(package / "extra.py", ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert stage_deps.imported_modules("vlrl.extra", root) == {"vlrl.moro"}
     _rewrite(package / "stages" / "alpha.py", "")
     assert stage_deps.code_modules("alpha", root) == base
+
+
+def test_compiled_files_leave_the_source_version_alone(tmp_path: Path) -> None:
+    """Python writing its bytecode caches is no edit of the source: the imports read stay
+    cached (:func:`stage_deps._version`)."""
+    source = _tree(tmp_path) / "workflow_scripts"
+    before = stage_deps._version(source)
+    (source / "vlrl" / "stages" / "__pycache__").mkdir()
+    (source / "vlrl" / "stages" / "__pycache__" / "alpha.cpython-311.pyc").write_bytes(b"x")
+    assert stage_deps._version(source) == before
+    (source / "vlrl" / "stages" / "beta.py").write_text("")
+    assert stage_deps._version(source) != before
+
+
+def test_a_named_import_is_code_of_the_stage(tmp_path: Path) -> None:
+    """A ``"vlrl.module:function"`` string is followed like an import: by the stage's code and
+    by :func:`stage_deps.imported_modules` unless ``by_name=False``."""
+    root = _tree(tmp_path, {"stages/alpha.py": 'BUILD = "vlrl.builder:make"\n', "builder.py": ""})
+    assert stage_deps.imported_modules("vlrl.stages.alpha", root) == {"vlrl.builder"}
+    assert stage_deps.imported_modules("vlrl.stages.alpha", root, by_name=False) == set()
+    assert "vlrl.builder" in stage_deps.code_modules("alpha", root)
 
 
 def test_reward_families_of_the_given_tree_narrow_the_code(tmp_path: Path) -> None:
@@ -167,6 +198,10 @@ def test_reward_families_of_the_given_tree_narrow_the_code(tmp_path: Path) -> No
     }
     assert stage_deps.code_modules("gamma", root, ["fam_a.format"]) == common | {
         "vlrl.rewards.fam_a"
+    }
+    # a name whose module is no family (no REWARDS table) adds nothing
+    assert stage_deps.code_modules("gamma", root, ["helper.x", "fam_b.y"]) == common | {
+        "vlrl.rewards.fam_b"
     }
     (root / "workflow_scripts" / "vlrl" / "rewards" / "__init__.py").unlink()
     (root / "workflow_scripts" / "vlrl" / "rewards" / "fam_a.py").unlink()

@@ -166,8 +166,12 @@ def _version(source: Path) -> str:
 
 @functools.cache
 def _imported_modules(module: str, source: Path, by_name: bool, version: str) -> frozenset[str]:
-    """:func:`imported_modules` of one version of the source (:func:`_version`): the stages
-    share most modules, and the Snakefile asks for every stage's code."""
+    """:func:`imported_modules` of one version of the source (:func:`_version`), read once: the
+    stages share most modules, and the Snakefile asks for every stage's code."""
+    return frozenset(_read_imports(module, source, by_name))
+
+
+def _read_imports(module: str, source: Path, by_name: bool) -> set[str]:
     path = _module_file(source, module)
     if path is None:
         raise ConfigError(f"no source file for module {module} under {source}")
@@ -191,7 +195,7 @@ def _imported_modules(module: str, source: Path, by_name: bool, version: str) ->
     for name in _named_imports(path) if by_name else ():
         if _module_file(source, name):
             found.add(name)
-    return frozenset(found)
+    return found
 
 
 NAMED_IMPORT = re.compile(rf"^({PACKAGE}(?:\.\w+)+):\w+$")
