@@ -21,7 +21,6 @@ the outputs current (see the README, "Snakemake and DVC on one workspace" and "G
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import subprocess
@@ -141,23 +140,29 @@ def to_dvc(stage_names: Iterable[str], root: Path | None = None) -> list[str]:
 
 
 def _commit(root: Path, names: list[str]) -> None:
-    """``dvc commit --force --no-relink <names>`` in one pass: for each stage, the steps of DVC's
-    own commit (:func:`dvc.repo.commit.commit` with ``force``: save, then commit without a
-    relink), with dvc.yaml read and dvc.lock written once. DVC's command commits its targets
-    one at a time (``dvc.commands.commit``), each rereading dvc.yaml and rereading and rewriting
-    dvc.lock: minutes for the hundred stages of a dozen experiments."""
+    """``dvc commit --force --no-relink <names>`` in one pass (:func:`_commit_in_one_pass`), in
+    a process of its own in the project root: importing dvc binds its log handlers to the
+    process's streams (``dvc.logger.setup``), which Snakemake's process should not share."""
+    _run([sys.executable, "-m", __name__, *names], root, "dvc commit")
+
+
+def _commit_in_one_pass(names: list[str]) -> None:
+    """For each stage of dvc.yaml in the working folder, the steps of DVC's own commit
+    (:func:`dvc.repo.commit.commit` with ``force``: save, then commit without a relink), with
+    dvc.yaml read and dvc.lock written once. DVC's command commits its targets one at a time
+    (``dvc.commands.commit``), each rereading dvc.yaml and rereading and rewriting dvc.lock:
+    minutes for the hundred stages of a dozen experiments."""
     from dvc.dvcfile import load_file
-    from dvc.exceptions import DvcException
     from dvc.repo import Repo, lock_repo
 
-    try:
-        # in the root, as the command runs: DVC resolves a stage's paths from the working folder
-        with contextlib.chdir(root), Repo() as repo, lock_repo(repo):
-            pipeline = load_file(repo, "dvc.yaml")
-            stages = [pipeline.stages[name] for name in names]
-            for stage in stages:
-                stage.save()
-                stage.commit(relink=False)
-            pipeline.dump_stages(stages, update_pipeline=False)
-    except DvcException as err:
-        raise VlrlError(f"handover: dvc commit failed ({type(err).__name__}): {err}") from None
+    with Repo() as repo, lock_repo(repo):
+        pipeline = load_file(repo, "dvc.yaml")
+        stages = [pipeline.stages[name] for name in names]
+        for stage in stages:
+            stage.save()
+            stage.commit(relink=False)
+        pipeline.dump_stages(stages, update_pipeline=False)
+
+
+if __name__ == "__main__":
+    _commit_in_one_pass(sys.argv[1:])
