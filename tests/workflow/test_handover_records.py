@@ -17,13 +17,14 @@ from vlrl.core.errors import VlrlError
 from vlrl.workflow import handover
 
 PARAMS = [f"results/tiny_shapes/params/{s}.yaml" for s in ("data", "sft", "grpo")]
+DVC = Path(sys.executable).parent / "dvc"
+"""The project's dvc, beside this interpreter (the hand-over runs DVC with it too)."""
 
 
 def _dvc_project(project: Path, stages: dict) -> Path:
     """``project`` (the scratch copy of config/ and params.yaml) made a DVC project whose
     dvc.yaml has ``resolve`` and ``stages``."""
-    dvc = Path(sys.executable).parent / "dvc"
-    subprocess.run([dvc, "init", "--no-scm", "-q"], cwd=project, check=True)
+    subprocess.run([DVC, "init", "--no-scm", "-q"], cwd=project, check=True)
     resolve = {"cmd": "vlrl resolve", "outs": [{p: {"cache": False}} for p in PARAMS]}
     (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"resolve": resolve, **stages}}))
     return project
@@ -141,9 +142,8 @@ def test_the_commit_records_what_dvcs_own_command_records(tmp_path: Path) -> Non
     pipeline = (roots[0] / "dvc.yaml").read_text()
     handover._commit(roots[0], names)
     assert (roots[0] / "dvc.yaml").read_text() == pipeline  # dvc.lock alone is written
-    dvc = Path(sys.executable).parent / "dvc"
     subprocess.run(
-        [dvc, "commit", "--force", "--no-relink", "-q", *names], cwd=roots[1], check=True
+        [DVC, "commit", "--force", "--no-relink", "-q", *names], cwd=roots[1], check=True
     )
     assert (roots[0] / "dvc.lock").read_text() == (roots[1] / "dvc.lock").read_text()
     assert set(_locked(roots[0])) == set(names)
