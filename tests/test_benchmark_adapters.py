@@ -1,5 +1,6 @@
 """Every hub benchmark end to end on its real-schema fixture: the download stage fetches the
-pinned revision from a local huggingface_hub cache and converts it (its dataset's ``format``),
+pinned revision from a local huggingface_hub cache (or, for a benchmark published as a git
+repository, fetches the fixture committed as one) and converts it (its dataset's ``format``),
 the benchmark loads and checks its records, and the score stage's rules and metrics score
 responses that give the reference answer (all right) and that give none (all wrong).
 
@@ -8,12 +9,15 @@ The fixtures are the format tests' builders (``tests/data/formats/test_<format>.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from git_repo import commit_folder, isolate_git
 from hub_cache import seed_cache
 
+from vlrl import git_source
 from vlrl.benchmarks import load_benchmark, load_items
 from vlrl.config import load_dataset
 from vlrl.core import paths
@@ -105,8 +109,20 @@ def test_downloaded_converted_loaded_and_scored(
     files = tmp_path_factory.mktemp(f"{bench}-hub")
     fixture_builder(data_cfg.format)(files)
     cache = tmp_path_factory.mktemp(f"{bench}-cache")
-    commit = data_cfg.revision or "1" * 40
-    seed_cache(cache, data_cfg.repo_id, commit, files, repo_type="dataset")
+    if data_cfg.git is not None:  # published as a git repository: the fixture is one, pinned
+        isolate_git(monkeypatch)
+        monkeypatch.setenv("VLRL_GIT_CACHE", str(cache))
+        url, commit = commit_folder(files)
+        # seeded as the offline error says, before the network goes off
+        bare = cache / git_source.cache_name(url)
+        subprocess.run(["git", "clone", "--quiet", "--bare", url, str(bare)], check=True)
+        config = paths.dataset_file(bench_cfg.dataset)
+        tree = yaml.safe_load(config.read_text()) | {"git": url, "revision": commit}
+        config.write_text(yaml.safe_dump(tree))
+        data_cfg = load_dataset(bench_cfg.dataset)
+    else:
+        commit = data_cfg.revision or "1" * 40
+        seed_cache(cache, data_cfg.repo_id, commit, files, repo_type="dataset")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
     if data_cfg.revision is None:  # unpinned: `vlrl pin` first, the hub's head being the fixture

@@ -216,6 +216,68 @@ def test_named_files_load_valid(names: Path) -> None:
     assert isinstance(cfg, DatasetConfig) and (cfg.local, cfg.format) == ("data/zeta", "chartqa")
 
 
+# a dataset's source: the hub, a git repository or a folder ---------------------------------
+ONE_OF = "set exactly one of repo_id (a hub dataset), git (a git repository) and local (a folder)"
+GIT = "git: https://github.com/Yijia-Xiao/LogicVista\n"
+PIN = f"revision: '{'e' * 40}'\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("format: chartqa\n", [f"repo_id: {ONE_OF}; none set"]),
+        (f"repo_id: o/n\n{GIT}{PIN}", [f"repo_id: {ONE_OF}; repo_id and git set"]),
+        (f"{GIT}local: data/n\n", [f"git: {ONE_OF}; git and local set"]),
+        (
+            f"repo_id: o/n\n{GIT}local: d\n",
+            [f"repo_id: {ONE_OF}; repo_id and git and local set"],
+        ),
+        (
+            GIT,
+            [
+                "revision: is missing: pin a 40-hex commit, or say why none could be found in "
+                "unpinned (then `vlrl pin <dataset>` resolves it once, online)"
+            ],
+        ),
+        (f"{GIT}{PIN}unpinned: why\n", ["unpinned: the revision is pinned: remove unpinned"]),
+        (
+            f"{GIT}revision: main\n",
+            ["revision: String should match pattern '^[0-9a-f]{40}$' (got 'main')"],
+        ),
+        (
+            f"git: --upload-pack=x\n{PIN}",
+            ["git: String should match pattern '^[^\\s-]\\S*$' (got '--upload-pack=x')"],
+        ),
+        (
+            f"local: d\n{PIN}unpinned: why\n",
+            [
+                "revision: is for hub and git datasets; this one is local",
+                "unpinned: is for hub and git datasets; this one is local",
+            ],
+        ),
+    ],
+)
+def test_a_dataset_names_the_keys_of_its_source(tmp_path: Path, text: str, expected: list) -> None:
+    path = tmp_path / "d.yaml"
+    path.write_text(text)
+    assert _problems(load_yaml_model, path, DatasetConfig) == [
+        f"{path}: {line}" for line in expected
+    ]
+
+
+@pytest.mark.parametrize("pin", [PIN, "unpinned: the release names no commit\n"])
+def test_a_git_dataset_loads_pinned_or_saying_why_not(tmp_path: Path, pin: str) -> None:
+    path = tmp_path / "d.yaml"
+    path.write_text(f"{GIT}{pin}allow_patterns: [data/*]\n")
+    cfg = load_yaml_model(path, DatasetConfig)
+    assert (cfg.git, cfg.repo_id, cfg.local) == (
+        "https://github.com/Yijia-Xiao/LogicVista",
+        None,
+        None,
+    )
+    assert (cfg.revision, cfg.allow_patterns) == ("e" * 40 if pin == PIN else None, ["data/*"])
+
+
 # load_yaml_model --------------------------------------------------------------------------
 def test_an_empty_file_is_every_default(tmp_path: Path) -> None:
     path = tmp_path / "empty.yaml"

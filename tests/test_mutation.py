@@ -3,6 +3,7 @@ and every mutant declared equivalent names a function that exists and says why."
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import re
 from collections import Counter
@@ -106,3 +107,23 @@ def test_the_mutants_each_run_asks_mutmut_for(run, monkeypatch, tmp_path, args, 
     assert result.exit_code == 0, result.output
     assert calls == asked
     assert prepared == ([] if not asked else ["--survivors" not in args])
+
+
+def test_every_module_is_in_a_group_or_says_why_not(run) -> None:
+    package = ROOT / "workflow_scripts"
+    modules = [p.relative_to(package).as_posix() for p in sorted((package / "vlrl").rglob("*.py"))]
+    # mutmut matches only_mutate with fnmatch, whose * crosses folders (vlrl/scoring/* holds
+    # vlrl/scoring/protocols/base.py)
+    globs = [glob for globs in run.TARGETS.values() for glob in globs]
+    grouped = {name for name in modules if any(fnmatch.fnmatch(name, g) for g in globs)}
+    for name in modules:
+        path = package / name
+        if name in grouped or name in run.NOT_MUTATED:
+            continue
+        has_code = re.search(r"^\s*(async\s+)?def ", path.read_text(), re.M)
+        assert path.name == "__init__.py" and not has_code, (
+            f"{name} is in no mutation group (mutation/run.py TARGETS) and not in NOT_MUTATED"
+        )
+    for name, why in run.NOT_MUTATED.items():
+        assert (package / name).is_file() and name not in grouped, name
+        assert len(why.split()) >= 4, name

@@ -326,6 +326,18 @@ def test_only_items_every_checkpoint_scored_and_predicted_are_drawn_with_the_ben
     assert [a.checkpoint for a in gallery[0].answers] == ["base", "grpo"]
 
 
+def test_each_benchmark_draws_its_own_items(project):
+    ids = [str(i) for i in range(2, 14)]  # every item agrees: the draw alone orders them
+    scores = {c: _write(c, ids, ids) for c in ("base", "grpo")}
+    ev = Evaluation(BENCH, load_benchmark(BENCH), scores)
+    gallery = build(EXP, ev, ReportConfig.Gallery(n=4, thumbnail_px=40), seed=4, sft_enabled=False)
+    tasks = dict.fromkeys(ids, "count")
+    verdicts = dict.fromkeys(ids, (0, 0))
+    drawn = [i.id for i in gallery]
+    assert drawn == pick(verdicts, tasks, 4, 4, BENCH)
+    assert drawn != pick(verdicts, tasks, 4, 4), "the benchmark's name salts the draw"
+
+
 def test_a_missing_predictions_file_is_the_reports_error(project):
     ev = Evaluation(BENCH, load_benchmark(BENCH), {"base": _scores("base", [])})
     with pytest.raises(StageError, match=r"^report: predictions .* do not exist"):

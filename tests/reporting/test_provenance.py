@@ -155,10 +155,22 @@ def test_data_rows_name_the_dataset_file_subsample_and_revision(project):
     own = Evaluation("shapes_test", load_benchmark("shapes_test"), {})
     assert provenance.data_info([mme, own]) == [
         {"benchmark": "mme", "dataset": "mme", "file": "records/test.jsonl", "subsample": None,
-         "repo_id": "lmms/MME", "revision": "r1"},
+         "repo_id": "lmms/MME", "git": None, "revision": "r1"},
         {"benchmark": "shapes_test",
          "dataset": "the experiment's own data (test split of the data stage)",
-         "file": None, "subsample": None, "repo_id": None, "revision": None},
+         "file": None, "subsample": None, "repo_id": None, "git": None, "revision": None},
+    ]  # fmt: skip
+
+
+def test_a_git_datasets_row_names_its_url_and_commit(project):
+    url, sha = "https://github.com/o/bench", "e" * 40
+    _write(
+        project, paths.dataset_params_file("mme"), {"repo_id": None, "git": url, "revision": sha}
+    )
+    mme = Evaluation("mme", load_benchmark("mme"), {})
+    assert provenance.data_info([mme]) == [
+        {"benchmark": "mme", "dataset": "mme", "file": "records/test.jsonl", "subsample": None,
+         "repo_id": None, "git": url, "revision": sha},
     ]  # fmt: skip
 
 

@@ -243,7 +243,15 @@ def test_files_scoring_different_items_are_an_error_naming_both():
     b = _scores("base", [_item(0, 1), _item(2, 1)])
     with pytest.raises(StageError, match=r"a\.json and b\.json score different items") as caught:
         frames.paired(("a.json", a), ("b.json", b), SCORE, 0)
-    assert "['q1', 'q2']" in str(caught.value)
+    assert str(caught.value) == (
+        "a.json and b.json score different items (e.g. ['q1', 'q2']); a paired comparison needs "
+        "the same items"
+    )
+    # five of them at most
+    many = _scores("base", [_item(0, 1), *(_item(i, 1) for i in range(10, 17))])
+    with pytest.raises(StageError) as caught:
+        frames.paired(("a.json", a), ("b.json", many), SCORE, 0)
+    assert "(e.g. ['q1', 'q10', 'q11', 'q12', 'q13']);" in str(caught.value)
 
 
 def test_no_item_scored_on_both_sides_is_an_error():

@@ -11,6 +11,7 @@ from vlrl.reporting.frames import Evaluation
 from vlrl.reporting.tables import (
     _differs,
     _left_out,
+    _protocols_of,
     compared,
     comparisons_table,
     not_evaluated_table,
@@ -329,6 +330,19 @@ def test_the_summary_puts_our_checkpoints_then_each_published_row_in_the_papers_
             "scoring protocol": "vlrl",
         },
     ]
+
+
+def test_the_protocols_of_a_checkpoint_name_each_with_its_benchmarks_or_a_dash(project):
+    evaluations = _evaluations(
+        {
+            "mme": {"base": "vlrl", "grpo": "a"},
+            "mmstar": {"base": "vlrl", "grpo": "b"},
+            "mmbench_en_dev": {"base": "vlrl", "grpo": "a"},
+        }
+    )
+    assert _protocols_of(evaluations, "base") == "vlrl"
+    assert _protocols_of(evaluations, "grpo") == "a on mme, mmbench_en_dev; b on mmstar"
+    assert _protocols_of(evaluations, "sft") == DASH  # no scores of that checkpoint
 
 
 def test_a_checkpoint_missing_a_benchmark_has_a_dash_there(project):

@@ -46,6 +46,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXP = "tiny_shapes"
 JUDGE_MODEL = "judge-m"
 _CANDIDATE = re.compile(r"<Candidate Begin>(.*?)<Candidate End>", re.DOTALL)
+_EXTRACTED = re.compile(r"Answer: <start>\n(.*?)\n<end>\nYour output: ", re.DOTALL)
 
 
 def user_text(body: dict) -> str:
@@ -57,12 +58,14 @@ def user_text(body: dict) -> str:
 
 def candidate_of(body: dict) -> str:
     """The candidate a request asks about: the third cell of a graded prompt's last table row,
-    or the last ``<Candidate Begin>…<Candidate End>`` of a binary prompt (the few-shot examples
-    come before it)."""
+    or the last ``<Candidate Begin>…<Candidate End>`` of a binary prompt, or the last answer of
+    LogicVista's extractor (the few-shot examples come before it)."""
     text = user_text(body)
     found = _CANDIDATE.findall(text)
     if found:
         return found[-1]
+    if text.endswith("Your output: "):  # LogicVista's extractor: the last example's answer
+        return _EXTRACTED.findall(text)[-1]
     return text.rsplit("\n", 1)[1].split(" | ")[2]
 
 
@@ -528,3 +531,58 @@ def test_binary_stage_with_http_500_leaves_judged_items_unscored(binary_project,
         )
     assert (data["n"], data["unscored"], data["accuracy"]) == (1, 6, 1.0)
     assert (data["judge"]["failures"], data["judge"]["attempts"]) == (6, 12)
+
+
+# ----------------------------------------------------------- LogicVista's letter extraction
+# Per item: skill, answer, the candidate, the judge's reply ("#" marks a reply that is no letters).
+LOGICVISTA_ITEMS = [
+    ("inductive", "C", "C", "C"),
+    ("inductive", "A, C", "A and C", "CA"),  # order aside
+    ("inductive", "A, C", "only A", "A"),
+    ("deductive", "3", "the third one", "Z"),  # a numbered answer is never a letter's
+    ("deductive", "B", "B, I think", "#B."),
+    ("spatial", "D", "no idea", "Z"),
+    ("spatial", "B", "box B", " B\n"),  # stripped, as VLMEvalKit's client strips
+    ("mechanical", "A, B", "A, B and B", "ABB"),  # a repeated letter is another answer
+]
+
+
+def test_logicvista_stage_scores_the_letters_the_judge_extracts(project, endpoint):
+    shutil.copytree(REPO / "envs", project / "envs")
+    replying(endpoint, {cand: reply.removeprefix("#") for _, _, cand, reply in LOGICVISTA_ITEMS})
+    cfg = stage_cfg(endpoint.base_url, "benchmarks=[logicvista]")
+    rows = [
+        {
+            "id": f"v1_{i}",
+            "task": skill,
+            "problem_type": "free_form",
+            "problem": f"Which box comes next? ({i})",
+            "answer": answer,
+            "prompt": f"Which box comes next? ({i})",
+            "response": f"<think>looking</think><answer>{candidate}</answer>",
+        }
+        for i, (skill, answer, candidate, _) in enumerate(LOGICVISTA_ITEMS)
+    ]
+    write_predictions("grpo", "logicvista", rows)
+    score.run(EXP, cfg, "grpo", "logicvista")
+
+    data = scores_of("grpo", "logicvista")
+    assert data["protocol"] == "vlmevalkit_logicvista"
+    assert (data["judge"]["prompt_version"], data["judge"]["failures"]) == ("logicvista-v1", 1)
+    expected = [1, 1, 0, 0, None, 0, 1, 0]  # worked out by hand from the items above
+    assert [item["correct"] for item in data["items"]] == expected
+    assert all(item["method"] == "judge" for item in data["items"])
+    assert data["items"][4]["judge_error"].startswith("unparsable: ")
+    assert (data["n"], data["unscored"], data["accuracy"]) == (7, 1, pytest.approx(3 / 7))
+    per_skill = {task: v["accuracy"] for task, v in data["per_task"].items()}
+    assert per_skill == pytest.approx(
+        {"inductive": 2 / 3, "deductive": 0.0, "spatial": 1 / 2, "mechanical": 0.0}
+    )
+    # the extractor's prompt, its authors' budget, the raw question and the answer span
+    by_candidate = {candidate_of(body): body for body in endpoint.state.bodies}
+    body = by_candidate["A and C"]
+    assert body["max_tokens"] == 128
+    assert user_text(body).endswith(
+        "Question: <start>\nWhich box comes next? (1)\n<end>\n"
+        "Answer: <start>\nA and C\n<end>\nYour output: "
+    )

@@ -21,7 +21,7 @@ from vlrl.scoring.judge_prompts import (
 
 #: sha256 of the ``prompt`` string in yuweihao/MM-Vet ``mm-vet_evaluator.py`` (commit acde843e).
 GRADER_PROMPT_SHA256 = "d1b3e0a5b4e72c888b77164489d705bba4dd149934fff564dfba6443d81afe3f"
-BINARY = sorted(name for name, p in PROMPTS.items() if not p.graded)
+BINARY = sorted(name for name, p in PROMPTS.items() if not p.own_layout)
 
 VERDICTS = [
     ("1", 1, "the bare token"),
@@ -95,7 +95,7 @@ def test_mmvet_grader_is_the_authors_verbatim():
     assert MMVET_GRADER.endswith("| 1.0\n")
     query = mmvet_query("What is the price?", "eight<OR> 8.0", "It costs 8.")
     assert query == MMVET_GRADER + "\nWhat is the price? | eight <OR>  8.0 | It costs 8. | "
-    assert PROMPTS["mmvet"].graded and PROMPTS["mmvet"].render is mmvet_query
+    assert PROMPTS["mmvet"].own_layout and PROMPTS["mmvet"].render is mmvet_query
 
 
 @pytest.mark.parametrize(

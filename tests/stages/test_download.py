@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from git_repo import NEW_FILES, isolate_git, make_repo
 from hub_cache import seed_cache
 
 from vlrl.config import load_dataset
@@ -107,3 +108,59 @@ def test_command_reports_a_missing_snapshot_in_one_line(project: Path, tmp_path:
     assert "Traceback" not in out.stderr and f"hf download {REPO_ID}" in " ".join(
         out.stderr.split()
     )
+
+
+@pytest.fixture
+def git_online(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Git isolated, its cache in tmp_path, the network allowed; the cache folder."""
+    from huggingface_hub import constants
+
+    isolate_git(monkeypatch)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("VLRL_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("VLRL_GIT_CACHE", str(tmp_path / "git-cache"))
+    return tmp_path / "git-cache"
+
+
+@pytest.mark.parametrize("where", ["url", "relative path"])
+def test_a_git_dataset_gets_the_files_of_its_commit(
+    project: Path, git_online: Path, where: str
+) -> None:
+    repo = make_repo(project / "upstream")
+    git = repo.url if where == "url" else "upstream"
+    folder = project / "config" / "datasets"
+    tree = {"git": git, "revision": repo.new, "allow_patterns": ["data/*"]}
+    (folder / "from_git.yaml").write_text(yaml.safe_dump(tree))
+
+    download.run("from_git")
+
+    out = project / "resources" / "datasets" / "from_git"
+    manifest = json.loads((out / DATASET_MANIFEST).read_text())
+    assert manifest["git"] == (repo.url if where == "url" else str(project / "upstream"))
+    assert (manifest["revision"], manifest["commit"]) == (repo.new, repo.new)
+    names = sorted(name for name in NEW_FILES if name.startswith("data/"))
+    assert sorted(manifest["files"]) == names
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == sorted(
+        [*names, DATASET_MANIFEST]
+    ), "no format: nothing converted"
+    assert (out / "data/images/2.png").read_bytes() == NEW_FILES["data/images/2.png"]
+    assert [p.name for p in out.parent.iterdir()] == ["from_git"], "no temporaries left"
+
+
+def test_an_unpinned_git_dataset_is_never_fetched(project: Path, git_online: Path) -> None:
+    repo = make_repo(project / "upstream")
+    tree = {"git": repo.url, "unpinned": "the release names no commit"}
+    (project / "config" / "datasets" / "from_git.yaml").write_text(yaml.safe_dump(tree))
+
+    with pytest.raises(StageError) as info:
+        download.run("from_git")
+
+    assert str(info.value) == (
+        f"dataset from_git: {repo.url} has no pinned revision "
+        f"({project / 'config' / 'datasets' / 'from_git.yaml'}: unpinned: the release names no "
+        "commit); a run never downloads an unpinned revision. Run `vlrl pin from_git` once, "
+        "online: it writes the current commit (the hub's, or the git repository's HEAD) into "
+        "the file."
+    )
+    assert not (project / "resources").exists() and not git_online.exists()

@@ -5,8 +5,10 @@ unpinned revision."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -16,9 +18,10 @@ from typing import ClassVar
 
 import pytest
 import yaml
+from git_repo import Repo, isolate_git, make_repo
 
 from vlrl.config import load_dataset, load_model
-from vlrl.core.errors import StageError
+from vlrl.core.errors import ConfigError, StageError
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -147,3 +150,56 @@ def test_a_sha_of_digits_alone_is_written_as_text() -> None:
 
     text = rewrite("repo_id: a/b\nunpinned: no page\nformat: x\n", "1" * 40, "pinned")
     assert yaml.safe_load(text)["revision"] == "1" * 40
+
+
+@pytest.fixture
+def from_git(project: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
+    """A git repository (file://) and an unpinned dataset config naming it, from_git.yaml."""
+    from huggingface_hub import constants
+
+    isolate_git(monkeypatch)
+    monkeypatch.delenv("VLRL_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    repo = make_repo(project / "upstream")
+    (project / "config/datasets/from_git.yaml").write_text(
+        f"# On GitHub only.\ngit: {repo.url}\nunpinned: no release names a commit\n"
+        "allow_patterns: [data/*]\n"
+    )
+    return repo
+
+
+def test_pin_writes_the_commit_of_a_git_repositorys_head(project: Path, from_git: Repo) -> None:
+    result = _pin(project, "from_git", "http://127.0.0.1:9")  # no hub is asked
+
+    assert result.returncode == 0, result.stderr
+    assert f"{from_git.url}pinnedat{from_git.new}" in "".join(result.stdout.split())
+    today = datetime.date.today().isoformat()
+    assert (project / "config/datasets/from_git.yaml").read_text() == (
+        f"# On GitHub only.\ngit: {from_git.url}\n# Pinned by `vlrl pin from_git` on {today}: "
+        f"the commit of the git repository's HEAD then.\nrevision: '{from_git.new}'\n"
+        "allow_patterns: [data/*]\n"
+    )
+    assert load_dataset("from_git").revision == from_git.new
+
+
+def test_pin_of_a_git_dataset_offline_says_it_needs_the_network(
+    project: Path, from_git: Repo
+) -> None:
+    result = _pin(project, "from_git", "http://127.0.0.1:9", offline="1")
+    assert result.returncode == 2
+    assert "asks the git repository for its HEAD commit: it needs the network" in " ".join(
+        result.stderr.split()
+    )
+    assert "unpinned:" in (project / "config/datasets/from_git.yaml").read_text()
+
+
+def test_pin_of_an_unreadable_git_repository_changes_nothing(project: Path, from_git: Repo) -> None:
+    from vlrl.workflow.pin import pin
+
+    shutil.rmtree(from_git.path)
+    with pytest.raises(ConfigError) as info:
+        pin("from_git")
+    said = str(info.value)
+    assert said.startswith(f"cannot read the HEAD commit of {from_git.url}: git ls-remote: "), said
+    assert "unpinned:" in (project / "config/datasets/from_git.yaml").read_text()

@@ -126,6 +126,19 @@ def test_each_download_says_its_pinned_source_and_what_blocks_it(sources: Path) 
     assert [d.blocked for d in found] == [False, False, True, False, True]
 
 
+def test_a_git_dataset_shows_its_url_and_commit(sources: Path) -> None:
+    config_file(sources, "datasets", "pinned_git", f"git: https://h/o/g.git\nrevision: {PIN}\n")
+    config_file(sources, "datasets", "loose_git", "git: https://h/o/l\nunpinned: no sha\n")
+    found = downloads(experiment("pinned", ["pinned_git"], [], val=["loose_git"]))
+    assert found[1:] == [
+        Download("dataset", "pinned_git", f"git https://h/o/g.git@{PIN[:12]}", None, "to fetch"),
+        Download("dataset", "loose_git", "git https://h/o/l@?", None,
+                 "UNPINNED: run `vlrl pin loose_git` online first"),
+    ]  # fmt: skip
+    (sources / "resources" / "datasets" / "pinned_git").mkdir(parents=True)
+    assert downloads(experiment("pinned", ["pinned_git"], []))[1].state == "present"
+
+
 def test_what_is_there_is_present(sources: Path) -> None:
     (sources / "resources" / "models" / "pinned").mkdir(parents=True)
     (sources / "resources" / "models" / "pinned" / "config.json").write_text("{}")

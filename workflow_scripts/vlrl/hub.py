@@ -19,7 +19,6 @@ May import: :mod:`vlrl.core`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from vlrl.core.errors import ConfigError, StageError
+from vlrl.core.files import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -197,15 +197,6 @@ def download_model(
     (Path(out_dir) / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     log.info("%s@%s (commit %s): %d files in %s", repo_id, revision, commit, len(files), out_dir)
     return Path(out_dir)
-
-
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def download_dataset(

@@ -133,8 +133,9 @@ def pin(
         ),
     ],
 ) -> None:
-    """Resolve an unpinned hub revision once, online (HF_HUB_OFFLINE=0), and write it into the
-    config file: every later run downloads exactly that commit."""
+    """Resolve an unpinned hub revision (or a git dataset's HEAD commit) once, online
+    (HF_HUB_OFFLINE=0), and write it into the config file: every later run downloads exactly
+    that commit."""
     from vlrl.workflow import pin as wf
 
     run_or_fail(lambda: print(f"{(p := wf.pin(name)).file}: {p.repo_id} pinned at {p.revision}"))

@@ -258,9 +258,11 @@ class ModelConfig(Section):
 class DatasetConfig(Section):
     """A dataset or benchmark, ``config/datasets/<name>.yaml``: fetched once by the download
     stage into ``resources/datasets/<name>/``, shared by every benchmark (and experiment) that
-    names it. From the Hugging Face hub at a pinned revision (``repo_id`` + ``revision``), or
-    from a local folder of user-provided files (``local``: data never released, such as VLM-R1's
-    D³ detection set)."""
+    names it. From one of three sources: the Hugging Face hub at a pinned revision (``repo_id``
+    + ``revision``), a public git repository at a pinned commit (``git`` + ``revision``: a
+    benchmark published only on GitHub, such as LogicVista), or a local folder of user-provided
+    files (``local``: data never released, such as VLM-R1's D³ detection set). A hub or git
+    dataset without a public commit to cite says why in ``unpinned`` instead of ``revision``."""
 
     description: str = ""
     repo_id: str | None = Field(
@@ -271,15 +273,25 @@ class DatasetConfig(Section):
     revision: str | None = Field(
         None,
         pattern=COMMIT_SHA,
-        description="A full 40-character lower-case commit sha; never a branch or tag, which move. "
-        "None only with unpinned: `vlrl pin <dataset>` then resolves it once, online.",
+        description="The commit of the hub repository or of the git repository: a full "
+        "40-character lower-case commit sha; never a branch or tag, which move. None only with "
+        "unpinned: `vlrl pin <dataset>` then resolves it once, online.",
     )
     unpinned: str | None = Field(
         None,
         min_length=1,
         description="Why no public commit of the repository could be cited (the revision is then "
         "unset). A run never downloads an unpinned revision: `vlrl pin <dataset>` resolves the "
-        "hub's current commit once, online, and writes it here as revision.",
+        "current commit (the hub's, or the git repository's HEAD) once, online, and writes it "
+        "here as revision.",
+    )
+    git: str | None = Field(
+        None,
+        pattern=r"^[^\s-]\S*$",
+        description="A public git repository instead of the hub: its URL (https://…, file://…) "
+        "or a folder path (relative to the project root); the download stage writes the files "
+        "of commit revision (allow_patterns applies) through a bare cache repository "
+        "($VLRL_GIT_CACHE, else ~/.cache/vlrl/git), then converts them.",
     )
     local: str | None = Field(
         None,
@@ -292,7 +304,8 @@ class DatasetConfig(Section):
         None,
         min_length=1,
         description="Glob patterns of the files to fetch (huggingface_hub's allow_patterns, "
-        "e.g. data/val-*.parquet); None: every file of the repository.",
+        "e.g. data/val-*.parquet; the same for git and local); None: every file of the "
+        "repository.",
     )
     format: str | None = Field(
         None,
@@ -325,13 +338,18 @@ class DatasetConfig(Section):
     @model_validator(mode="after")
     def _one_source(self) -> DatasetConfig:
         problems = []
-        if (self.repo_id is None) == (self.local is None):
+        sources = [key for key in ("repo_id", "git", "local") if getattr(self, key) is not None]
+        if len(sources) != 1:
             problems.append(
-                ("repo_id", "set exactly one of repo_id (a hub dataset) and local (a folder)")
+                (
+                    sources[0] if sources else "repo_id",
+                    "set exactly one of repo_id (a hub dataset), git (a git repository) and "
+                    f"local (a folder); {' and '.join(sources) if sources else 'none'} set",
+                )
             )
         elif self.local is not None:
             problems += [
-                (key, "is for hub datasets; this one is local")
+                (key, "is for hub and git datasets; this one is local")
                 for key in ("revision", "unpinned")
                 if getattr(self, key) is not None
             ]

@@ -25,6 +25,7 @@ STAGE_READS: dict[str, tuple[str, ...]] = {
     "data": ("seed", "data"),
     "download": (
         "repo_id",
+        "git",
         "revision",
         "local",
         "repo_type",

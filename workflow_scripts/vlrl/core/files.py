@@ -7,6 +7,7 @@ leaves no output that looks finished; a rerun removes the leftover temporary and
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -85,6 +86,22 @@ def atomic_file(final: Path | str, mode: str = "w") -> Iterator[Any]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def sha256_file(path: Path | str) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB blocks (the datasets' checksum manifests).
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> _ = f.write_bytes(b"abc")
+    >>> sha256_file(f)[:16]
+    'ba7816bf8f01cfea'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_json(path: Path | str, obj: Any) -> None:

@@ -109,18 +109,23 @@ def model_info(name: str) -> dict[str, Any]:
 
 
 def data_info(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
-    """Per benchmark: the dataset its items come from, with its hub repository and revision."""
+    """Per benchmark: the dataset its items come from, with its hub repository (or git URL)
+    and revision."""
     rows = []
     for ev in evaluations:
         bench = ev.config
         row = {"benchmark": ev.bench, "dataset": bench.dataset, "file": bench.file,
                "subsample": bench.subsample.model_dump() if bench.subsample else None,
-               "repo_id": None, "revision": None}  # fmt: skip
+               "repo_id": None, "git": None, "revision": None}  # fmt: skip
         if bench.dataset is None:
             row["dataset"] = f"the experiment's own data ({bench.split} split of the data stage)"
         else:
             dataset = _params(paths.dataset_params_file(bench.dataset))
-            row.update(repo_id=dataset.get("repo_id"), revision=dataset.get("revision"))
+            row.update(
+                repo_id=dataset.get("repo_id"),
+                git=dataset.get("git"),
+                revision=dataset.get("revision"),
+            )
         rows.append(row)
     return rows
 

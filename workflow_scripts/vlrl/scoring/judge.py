@@ -215,7 +215,7 @@ class Judge:
                 log.log(level, "judge failure on item %s", message)
                 outcomes.append(JudgeOutcome(None, None, result.text, error=str(result)))
             else:
-                score = float(result.value)
+                score = request.prompt.score(result.value, request.reference)
                 outcomes.append(
                     JudgeOutcome(score, int(score == 1.0), result.text, cached=result.cached)
                 )
@@ -240,7 +240,7 @@ def judge_request(
     ('Color?\\nOptions: A. red  B. blue', 'B. blue', 'blue', 'multiple_choice-v1')
     """
     chosen = prompt_for(problem_type, prompt)
-    if chosen.graded:  # a graded prompt has its own layout: the raw question and answer
+    if chosen.own_layout:  # the raw question and answer, laid out by the prompt
         return JudgeRequest(item_id, problem, answer, candidate, chosen)
     return JudgeRequest(
         item_id,

@@ -13,6 +13,10 @@ Graded prompts return a score in [0, 1] (MM-Vet's grader: :data:`MMVET_GRADER`,
 :func:`parse_mmvet_score`); an item is *correct* when it is graded 1.0 ("totally right"), and
 the benchmark's own number is the mean score.
 
+Extraction prompts return what the answer chose, which is then compared with the reference
+(LogicVista's letter extractor: :data:`LOGICVISTA_EXTRACTOR`, :func:`parse_logicvista_letters`,
+:func:`logicvista_hit`).
+
 A reply that does not parse is never read as a verdict: the judge records a failure.
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _VERDICT = re.compile(
@@ -86,16 +91,29 @@ def parse_mmvet_score(reply: str) -> float:
 
 @dataclass(frozen=True)
 class JudgePrompt:
-    """One judge prompt: ``render`` builds the user message, ``parse`` reads the reply into a
-    score in [0, 1] (raising ValueError when it cannot)."""
+    """One judge prompt: ``render`` builds the user message from the question, the reference and
+    the candidate; ``parse`` reads the reply (raising ValueError when it cannot) into a score in
+    [0, 1], or, with ``compare``, into what the candidate chose, which ``compare`` scores against
+    the reference."""
 
     name: str
     version: str
     render: Callable[[str, str, str], str]
-    parse: Callable[[str], float]
-    graded: bool = False
+    parse: Callable[[str], Any]
+    own_layout: bool = False
+    """The prompt lays out the raw question and answer itself (MM-Vet's table, LogicVista's
+    extractor), instead of the question with its options and the reference's option text."""
     max_tokens: int | None = None
     """The reply budget the prompt's authors use (None: ``score.judge.max_tokens``)."""
+    compare: Callable[[Any, str], float] | None = None
+
+    def score(self, parsed: Any, reference: str) -> float:
+        """The item's score from a parsed reply.
+
+        >>> PROMPTS["logicvista"].score("CA", "A, C"), PROMPTS["mmvet"].score(0.5, "x")
+        (1.0, 0.5)
+        """
+        return float(self.compare(parsed, reference) if self.compare else parsed)
 
 
 # ---------------------------------------------------------------------------- binary prompts
@@ -242,6 +260,84 @@ def mmvet_query(question: str, answer: str, prediction: str) -> str:
     return MMVET_GRADER + "\n" + " | ".join([question, reference, prediction, ""])
 
 
+# ------------------------------------------------------------------------- extraction prompts
+#: LogicVista's letter extractor, verbatim: ``build_prompt_logicvista`` of VLMEvalKit
+#: (open-compass/VLMEvalKit@e8e78f05 ``vlmeval/dataset/utils/logicvista.py``; the text unchanged
+#: since the file's lint pass 42a7d8a4), which scores LogicVista only through it.
+LOGICVISTA_EXTRACTOR = (
+    "You are a information extractor that extracts multiple choice letter answer choices "
+    "from a paragraph that contains the answer choice and sometimes explaination of why that "
+    "choice is correct to the given question.\n"
+    "What letter did the following answer choose? If the answer did not select a letter answer "
+    "choice, "
+    "first try to infer the answer based off the given choices.\n"
+    "If it does not seem like the given answer corresponds to an answer choice OR if there is no "
+    "selected answer, please just respond with Z.\n"
+    "Make sure you answer with ONLY the letters chosen.\n"
+    "Example 1: \n"
+    "Question: <start>\nWhat is the main object in image?\nOptions: A. teddy bear B. rabbit C. "
+    "cat D. dog\n<end>\n"
+    "Answer: <start>\na cute teddy bear\n<end>\nYour output: A\n"
+    "Example 2: \n"
+    "Question: <start>\nWhat is the main object in image?\nOptions: A. teddy bear B. rabbit C. "
+    "cat D. dog\n<end>\n"
+    "Answer: <start>\nSpider\n<end>\nYour output: Z\n"
+    "Example 3: \n"
+    "Question: <start>\nWhich figure is a rotation of the object?\n<end>\n"
+    'Answer: <start>\nThe figure on the right, labeled "D," is a rotation of the object shown '
+    "in the top left corner.\n<end>\nYour output: D\n"
+    "Example 4: \n"
+    "Question: <start>\nWhich of the boxes comes next in the sequence? Select from A-E\n<end>\n"
+    "Answer: <start>\nThe sequence of the boxes is A, B, C, D, E.\n<end>\nYour output: ABCDE\n"
+    "Example 5: \n"
+    "Question: <start>\n{}\n<end>\nAnswer: <start>\n{}\n<end>\nYour output: "
+)
+
+
+def logicvista_query(question: str, reference: str, candidate: str) -> str:
+    """The extractor's user message: the question and the answer in the last example's slots
+    (``tmpl.format(question, prediction)``; the reference is not shown).
+
+    >>> logicvista_query("Which box?", "B", "Box B.").split("Example 5: \\n")[1]
+    'Question: <start>\\nWhich box?\\n<end>\\nAnswer: <start>\\nBox B.\\n<end>\\nYour output: '
+    """
+    return LOGICVISTA_EXTRACTOR.format(question, candidate)
+
+
+def parse_logicvista_letters(reply: str) -> str:
+    """The letters the extractor read, as ``LogicVista_auxeval`` accepts them: the reply
+    stripped (VLMEvalKit's OpenAI wrapper strips the content, ``vlmeval/api/gpt.py``), then only
+    upper-case letters (``res.isupper() and res.isalpha()``); ``Z`` is the extractor's "no
+    choice".
+
+    Raises:
+        ValueError: anything else. VLMEvalKit asks again at a higher temperature (0.5 more per
+            try, five tries) and scores 0 after the fifth; here the item is a judge failure.
+
+    >>> parse_logicvista_letters(" AC\\n"), parse_logicvista_letters("Z")
+    ('AC', 'Z')
+    >>> parse_logicvista_letters("A, C")
+    Traceback (most recent call last):
+    ValueError: reply is not LogicVista's upper-case letters: 'A, C'
+    """
+    letters = reply.strip()
+    if not (letters.isupper() and letters.isalpha()):
+        raise ValueError(f"reply is not LogicVista's upper-case letters: {reply[:200]!r}")
+    return letters
+
+
+def logicvista_hit(letters: str, answer: str) -> float:
+    """1.0 when the extracted letters are the answer's, as ``LogicVista_auxeval`` compares them:
+    the answer split on ", ", each part lower-cased, sorted and joined; the letters lower-cased,
+    sorted and joined (order does not matter, a repeated letter does).
+
+    >>> logicvista_hit("CA", "A, C"), logicvista_hit("AAC", "A, C"), logicvista_hit("Z", "B")
+    (1.0, 0.0, 0.0)
+    """
+    expected = "".join(sorted(part.lower() for part in answer.split(", ")))
+    return float("".join(sorted(letter.lower() for letter in letters)) == expected)
+
+
 PROMPTS: dict[str, JudgePrompt] = {
     **{
         name: JudgePrompt(name, f"{name}-v1", _binary_template(*spec), _binary_score)
@@ -249,7 +345,17 @@ PROMPTS: dict[str, JudgePrompt] = {
     },
     # max_tokens=3: the authors' setting (a grade such as "0.5" needs no more)
     "mmvet": JudgePrompt(
-        "mmvet", "mmvet-v1", mmvet_query, parse_mmvet_score, graded=True, max_tokens=3
+        "mmvet", "mmvet-v1", mmvet_query, parse_mmvet_score, own_layout=True, max_tokens=3
+    ),
+    # max_tokens=128: LogicVista.evaluate builds its judge with max_tokens=128
+    "logicvista": JudgePrompt(
+        "logicvista",
+        "logicvista-v1",
+        logicvista_query,
+        parse_logicvista_letters,
+        own_layout=True,
+        max_tokens=128,
+        compare=logicvista_hit,
     ),
 }
 """Every judge prompt by name (a benchmark's ``judge.prompt`` names one)."""

@@ -13,8 +13,12 @@ inside the same atomic output; a bad raw row fails the stage, naming its file, r
 (or, with ``bad_rows: report``, is listed in ``records/rejected.jsonl``).
 
 A dataset with ``local`` (user-provided files, e.g. data never released) is copied from that
-folder instead, with the same manifest. A hub dataset whose revision is not pinned
-(``unpinned``) is never fetched: the stage stops, saying to run ``vlrl pin <dataset>``.
+folder instead, with the same manifest. One with ``git`` (a benchmark published only as a git
+repository) gets the files of its pinned commit through a bare cache repository
+(:func:`vlrl.git_source.download_git_dataset`), the same manifest recording the URL and commit;
+offline, a commit missing from that cache fails at once, naming the commands that seed it. A hub
+or git dataset whose revision is not pinned (``unpinned``) is never fetched: the stage stops,
+saying to run ``vlrl pin <dataset>``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from vlrl import git_source
 from vlrl.core import paths
 from vlrl.core.errors import StageError
 from vlrl.core.files import atomic_dir
@@ -48,16 +53,22 @@ def run(dataset: str, cfg: DatasetConfig | None = None) -> None:
     out = paths.dataset_resource(dataset)
     if cfg.local is None and cfg.revision is None:
         raise StageError(
-            f"dataset {dataset}: {cfg.repo_id} has no pinned revision "
+            f"dataset {dataset}: {cfg.repo_id or cfg.git} has no pinned revision "
             f"({paths.dataset_file(dataset)}: unpinned: {cfg.unpinned}); a run never downloads "
-            f"an unpinned revision. Run `vlrl pin {dataset}` once, online: it writes the hub's "
-            "current commit into the file."
+            f"an unpinned revision. Run `vlrl pin {dataset}` once, online: it writes the current "
+            "commit (the hub's, or the git repository's HEAD) into the file."
         )
     with atomic_dir(out) as tmp:
         if cfg.local is not None:
             source = paths.root() / cfg.local
             log.info("dataset %s: local files %s → %s", dataset, source, out)
             manifest = copy_local_dataset(source, tmp, cfg.allow_patterns)
+        elif cfg.git is not None:
+            url = git_source.resolve(cfg.git, paths.root())
+            log.info("dataset %s: git %s@%s → %s", dataset, url, cfg.revision, out)
+            manifest = git_source.download_git_dataset(
+                url, cfg.revision, tmp, allow_patterns=cfg.allow_patterns
+            )
         else:
             log.info(
                 "dataset %s: %s %s@%s → %s", dataset, cfg.repo_type, cfg.repo_id, cfg.revision, out

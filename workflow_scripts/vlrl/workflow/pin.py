@@ -1,12 +1,14 @@
-"""``vlrl pin <name>``: resolve an unpinned hub revision once, online, and write it into the
-config, so that every later run downloads exactly that commit.
+"""``vlrl pin <name>``: resolve an unpinned hub or git revision once, online, and write it into
+the config, so that every later run downloads exactly that commit.
 
 Some sources have no public commit to cite (a dataset release whose hub history could not be
 read from here). Their config says so (``unpinned: <why>``, no ``revision``) and the download
 stages refuse to fetch them. This command asks the hub (the real ``huggingface_hub`` client, at
-``HF_ENDPOINT``) for the current commit of the repository's default branch and rewrites the
-file: the ``unpinned:`` entry becomes ``revision: <sha>``, with a comment saying when and how it
-was resolved. The rest of the file, comments included, is kept as written.
+``HF_ENDPOINT``) for the current commit of the repository's default branch, or, for a dataset
+from a git repository (``git:``), the ``git`` command for its HEAD's commit (``git ls-remote
+<url> HEAD``), and rewrites the file: the ``unpinned:`` entry becomes ``revision: <sha>``, with a
+comment saying when and how it was resolved. The rest of the file, comments included, is kept as
+written.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from vlrl.config.base import COMMIT_SHA
 from vlrl.core import paths
-from vlrl.core.errors import ConfigError
+from vlrl.core.errors import ConfigError, StageError
 from vlrl.core.files import atomic_file
 
 log = logging.getLogger(__name__)
@@ -35,7 +37,8 @@ class Pinned:
 
 
 def _target(name: str) -> tuple[Path, str, str]:
-    """``(file, repo_id, repo_type)`` of dataset or model ``name`` (datasets first)."""
+    """``(file, repo_id, repo_type)`` of dataset or model ``name`` (datasets first); a git
+    dataset's is ``(file, url, "git")``."""
     from vlrl.config import load_dataset, load_model
 
     dataset, model = paths.dataset_file(name), paths.model_file(name)
@@ -45,6 +48,8 @@ def _target(name: str) -> tuple[Path, str, str]:
             raise ConfigError(f"{dataset}: dataset {name!r} is local ({cfg.local}): nothing to pin")
         if cfg.revision is not None:
             raise ConfigError(f"{dataset}: already pinned at {cfg.revision}")
+        if cfg.git is not None:
+            return dataset, cfg.git, "git"
         return dataset, str(cfg.repo_id), cfg.repo_type
     if model.is_file():
         cfg = load_model(name)
@@ -58,14 +63,27 @@ def _target(name: str) -> tuple[Path, str, str]:
 
 
 def current_commit(repo_id: str, repo_type: str) -> str:
-    """The commit the hub's default branch of ``repo_id`` points at now.
+    """The commit the hub's default branch of ``repo_id`` points at now; for ``repo_type``
+    ``"git"``, the commit of the HEAD of the git repository at URL ``repo_id``.
 
     Raises:
-        ConfigError: offline (``HF_HUB_OFFLINE``), or the hub cannot be reached or does not know
-            the repository.
+        ConfigError: offline (``HF_HUB_OFFLINE``), or the hub (or git) cannot be reached or does
+            not know the repository.
     """
     from huggingface_hub import HfApi, constants
 
+    if repo_type == "git":
+        from vlrl import git_source
+
+        if git_source.offline():
+            raise ConfigError(
+                "vlrl pin asks the git repository for its HEAD commit: it needs the network; run "
+                "it with HF_HUB_OFFLINE=0 and VLRL_OFFLINE unset (the Makefile sets 1 for runs)"
+            )
+        try:
+            return git_source.remote_head(git_source.resolve(repo_id, paths.root()))
+        except StageError as exc:
+            raise ConfigError(str(exc)) from None
     if constants.HF_HUB_OFFLINE:
         raise ConfigError(
             "vlrl pin asks the hub for the current commit: it needs the network; run it with "
@@ -118,7 +136,8 @@ def pin(name: str) -> Pinned:
     file, repo_id, repo_type = _target(name)
     sha = current_commit(repo_id, repo_type)
     today = datetime.date.today().isoformat()
-    note = f"Pinned by `vlrl pin {name}` on {today}: the commit of the hub's default branch then."
+    where = "the git repository's HEAD" if repo_type == "git" else "the hub's default branch"
+    note = f"Pinned by `vlrl pin {name}` on {today}: the commit of {where} then."
     new = rewrite(file.read_text(), sha, note)
     with atomic_file(file) as handle:
         handle.write(new)

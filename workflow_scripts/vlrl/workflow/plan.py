@@ -113,7 +113,8 @@ def downloads(cfg: Any) -> list[Download]:
         state = "present" if present else "to fetch"
         if ds.revision is None:
             state = f"UNPINNED: run `vlrl pin {name}` online first"
-        source = f"{ds.repo_id}@{ds.revision[:12] if ds.revision else '?'}"
+        repository = ds.repo_id if ds.git is None else f"git {ds.git}"
+        source = f"{repository}@{ds.revision[:12] if ds.revision else '?'}"
         found.append(Download("dataset", name, source, ds.size_bytes, state))
     return found
 

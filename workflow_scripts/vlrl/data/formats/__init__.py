@@ -258,7 +258,8 @@ def convert_dataset(
         raise DataError(
             "\n".join(
                 [
-                    f"{source}: format {fmt}: {len(rejected)} rows cannot be converted "
+                    f"{source}: format {fmt}: {len(rejected)} "
+                    f"{'row' if len(rejected) == 1 else 'rows'} cannot be converted "
                     "(set bad_rows: report in the dataset config to leave them out, listed in "
                     "records/rejected.jsonl):",
                     *shown,

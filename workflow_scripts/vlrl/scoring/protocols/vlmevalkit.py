@@ -16,9 +16,15 @@ answer, no rounding); other numbers and expressions by equality of value (MATH-V
 ``mathv.py::is_equal``: string, number, latex2sympy; here Math-Verify); grounding by IoU ≥ the
 threshold.
 
-Both are VLMEvalKit's *exact matching* mode: where VLMEvalKit would ask a GPT model to extract
-an option letter or an answer, nothing is asked (judge ``none``) and the rule's miss is wrong;
-``score.judge.benchmarks`` can add a judge for a benchmark. The answer span
+- ``vlmevalkit_logicvista``: LogicVista as VLMEvalKit scores it (``vlmeval/dataset/image_vqa.py::
+  LogicVista``, ``vlmeval/dataset/utils/logicvista.py`` at e8e78f05, which has no exact-matching
+  mode: without a judge it scores nothing): the judge extracts the letters every answer chose
+  (the benchmark's ``judge.prompt: logicvista``, :data:`vlrl.scoring.judge_prompts.
+  LOGICVISTA_EXTRACTOR`) and an item is right when they are the answer's.
+
+The first two are VLMEvalKit's *exact matching* mode: where VLMEvalKit would ask a GPT model to
+extract an option letter or an answer, nothing is asked (judge ``none``) and the rule's miss is
+wrong; ``score.judge.benchmarks`` can add a judge for a benchmark. The answer span
 (:func:`vlrl.scoring.rules.answer_span`: the last ``<answer>``, reasoning stripped) is what the
 rules read, as VLMEvalKit's R1-model wrappers pass it (``VLMR1Chat``; SATORI-R1's Qwen2-VL
 wrapper keeps the first single-line ``<answer>``).
@@ -92,5 +98,15 @@ PROTOCOLS = (
         match=_matcher(
             choice.vlmevalkit_2608, maths.mathvista_vlmevalkit_2608, maths.relaxed_chartqa
         ),
+    ),
+    # The rules' verdict is only the starting point the judge replaces on every item.
+    ScoringProtocol(
+        name="vlmevalkit_logicvista",
+        title="VLMEvalKit's LogicVista (GPT letter extraction)",
+        source="open-compass/VLMEvalKit@e8e78f05 vlmeval/dataset/utils/logicvista.py, "
+        "vlmeval/dataset/image_vqa.py (LogicVista)",
+        judge="always",
+        covers=frozenset({"free_form"}),
+        match=vlrl_match,
     ),
 )
