@@ -86,3 +86,103 @@ def test_second_pass_prompt_takes_the_description_as_decoded() -> None:
     spaced = "< description >two red cubes</ description > < think >t</ think > \\boxed{2}"
     ((turn,),) = second_pass_prompts([spaced], ["Q"])
     assert turn["content"].startswith(f"Text description: {spaced}\nQuestion: Q\n")
+
+
+# ------------------------------------------------- the trainer's reward step, without a model
+class _Decoder:
+    """The processing class: token ids back to text (an id is a character's code)."""
+
+    @staticmethod
+    def batch_decode(ids, skip_special_tokens):
+        assert skip_special_tokens
+        return ["".join(map(chr, row)) for row in ids]
+
+
+def _trainer(monkeypatch, missing="whole_response", training=True):
+    """A SelfRewardGRPOTrainer with only what its reward step reads; TRL's tokenizer and
+    generation are stand-ins that record what they are given."""
+    from collections import defaultdict
+    from types import SimpleNamespace
+
+    import torch
+    from trl import GRPOTrainer
+
+    from vlrl.config import SelfRewardSettings
+
+    calls = SimpleNamespace(tokenized=[], generated=[], scored=[])
+
+    def tokenize(self, prompts):
+        calls.tokenized.append(prompts)
+        return [[7] * (i + 1) for i in range(len(prompts))], None, {"multi": "modal"}
+
+    def generate(self, prompt_ids, images, multimodal, num_generations):
+        calls.generated.append((prompt_ids, images, multimodal, num_generations))
+        calls.grad = torch.is_grad_enabled()
+        answers = [f"ans{i}" + "!" * i for i in range(len(prompt_ids))]
+        return [[ord(c) for c in a] for a in answers], None
+
+    def rewards(self, inputs, prompts, completions, ids):
+        calls.scored.append([dict(row) for row in inputs])
+        return "TRL's rewards"
+
+    monkeypatch.setattr(GRPOTrainer, "_tokenize_prompts", tokenize, raising=False)
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", generate, raising=False)
+    monkeypatch.setattr(GRPOTrainer, "_calculate_rewards", rewards)
+    trainer = object.__new__(SelfRewardGRPOTrainer)
+    trainer.self_reward = SelfRewardSettings(missing_description=missing)
+    trainer.processing_class = _Decoder()
+    trainer.model = SimpleNamespace(training=training)
+    trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+    return trainer, calls
+
+
+def test_the_second_pass_answers_each_description_then_trl_scores(monkeypatch):
+    import torch
+
+    trainer, calls = _trainer(monkeypatch)
+    rows = [{"problem": "<image>How many?", "answer": "2"}, {"problem": "Color?", "answer": "red"}]
+    completions = [
+        [{"role": "assistant", "content": "<description>two cubes</description><think>t</think>"}],
+        "<think>no description</think>\\boxed{red}",
+    ]
+    assert torch.is_grad_enabled()
+    assert trainer._calculate_rewards(rows, ["p0", "p1"], completions, None) == "TRL's rewards"
+    (prompts,) = calls.tokenized
+    assert [p[0]["content"].splitlines()[:2] for p in prompts] == [
+        ["Text description: two cubes", "Question: How many?"],
+        ["Text description: <think>no description</think>\\boxed{red}", "Question: Color?"],
+    ]
+    assert all(len(p) == 1 and p[0]["role"] == "user" for p in prompts)
+    # one image-free sample per completion, without gradients
+    ((prompt_ids, images, multimodal, n),) = calls.generated
+    assert (prompt_ids, images, multimodal, n) == ([[7], [7, 7]], None, {"multi": "modal"}, 1)
+    assert calls.grad is False
+    # TRL's reward functions see each row's second-pass answer
+    (scored,) = calls.scored
+    assert [row["self_reward_responses"] for row in scored] == ["ans0", "ans1!"]
+    metrics = trainer._metrics["train"]
+    assert metrics["self_reward/description_missing"] == [0.5]
+    assert metrics["self_reward/second_pass_length"] == [(4 + 5) / 2]
+    assert trainer._metrics["eval"] == {}
+
+
+def test_an_empty_description_when_asked_and_metrics_of_evaluation(monkeypatch):
+    trainer, calls = _trainer(monkeypatch, missing="empty", training=False)
+    rows = [{"problem": "Q", "answer": "1"}] * 3
+    trainer._calculate_rewards(
+        rows, ["p"] * 3, ["\\boxed{1}", "x", "<description>d</description>"], None
+    )
+    assert [p[0]["content"].splitlines()[0] for p in calls.tokenized[0]] == [
+        "Text description: ",
+        "Text description: ",
+        "Text description: d",
+    ]
+    assert trainer._metrics["eval"]["self_reward/description_missing"] == [2 / 3]
+    assert trainer._metrics["train"] == {}
+
+
+def test_a_dataset_without_the_question_column_is_named(monkeypatch):
+    trainer, calls = _trainer(monkeypatch)
+    with pytest.raises(KeyError, match="self_reward needs the dataset column 'problem'"):
+        trainer.second_pass([{"question": "Q"}], ["x"])
+    assert calls.tokenized == []
