@@ -101,6 +101,15 @@ def test_load_names_a_missing_scores_file_and_the_command_that_makes_it(project)
     assert f"vlrl score {EXP} base {BENCH}" in message
 
 
+def test_load_names_a_malformed_scores_file_as_the_reports(project):
+    path = sharing.scores_file(EXP, "base", BENCH)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{")
+    with pytest.raises(StageError) as caught:
+        frames.load(EXP, [BENCH], ["base"])
+    assert str(caught.value).startswith(f"report: {path} is not a valid scores file: ")
+
+
 # ---------------------------------------------------------------------------------- results rows
 def test_a_results_row_counts_only_scored_items_and_names_the_rest(project):
     items = [_item(0, 1), _item(1, 1), _item(2, 0), _item(3, None, method="judge")]
@@ -159,9 +168,11 @@ def test_a_results_row_counts_only_scored_items_and_names_the_rest(project):
 
 def test_a_checkpoint_with_no_scored_item_is_an_error_naming_its_file(project):
     ev = _evaluation({"sft": _scores("sft", [_item(0, None, method="judge")])})
-    with pytest.raises(StageError, match="has no scored item") as caught:
+    with pytest.raises(StageError) as caught:
         frames.results_rows([ev], 0.95, sft_enabled=True)
-    assert str(sharing.scores_file(EXP, "sft", BENCH)) in str(caught.value)
+    assert (
+        str(caught.value) == f"report: {sharing.scores_file(EXP, 'sft', BENCH)} has no scored item"
+    )
 
 
 def test_the_sft_label_follows_whether_sft_ran(project):
@@ -284,8 +295,25 @@ def test_comparison_rows_name_each_pair_its_judges_once_and_the_benchmark_of_an_
     assert row["judge"] is None and row["comparison"] == "GRPO − base"
 
     broken = _evaluation({"base": ev.scores["base"], "grpo": _scores("grpo", [_item(9, 1)])})
-    with pytest.raises(StageError, match=f"^report: {BENCH}: .*score different items"):
+    with pytest.raises(StageError) as caught:
         frames.comparison_rows(EXP, [broken], SCORE, 0, True)
+    grpo, base = (sharing.scores_file(EXP, c, BENCH) for c in ("grpo", "base"))
+    assert str(caught.value).startswith(
+        f"report: {BENCH}: {grpo} and {base} score different items (e.g. "
+    )
+
+
+def test_a_comparison_names_each_judge_of_either_side_once(project):
+    other = JUDGE.model_copy(update={"model": "judge-70b"})
+    judged = [_item(0, 1, method="judge"), _item(1, 0)]
+    ev = _evaluation(
+        {
+            "base": _scores("base", judged, judge=JUDGE),
+            "grpo": _scores("grpo", judged, judge=other),
+        }
+    )
+    [row] = frames.comparison_rows(EXP, [ev], SCORE, seed=0, sft_enabled=False)
+    assert row["judge"] == "judge-70b (prompt v2); judge-7b (prompt v2)"  # a's, then b's
 
 
 # ---------------------------------------------------------------------------------- metrics.json
