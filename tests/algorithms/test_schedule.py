@@ -64,3 +64,31 @@ def test_a_schedule_of_epochs_shorter_than_max_steps_is_refused_by_name(
     cfg = load_experiment("tiny_shapes", [*SMALL, "grpo.schedule_epochs=0.01"])
     with pytest.raises(ConfigError, match=r"grpo.schedule_epochs \(0.01\) plans 1 steps, fewer"):
         grpo.run("tiny_shapes", cfg)
+
+
+@pytest.mark.parametrize(
+    ("settings", "options", "planned_by"),
+    [
+        ({"max_steps": 6}, {"max_steps": 6}, None),
+        ({"max_steps": 6, "schedule_steps": 40}, {"max_steps": 40}, "grpo.schedule_steps (40)"),
+        (
+            {"max_steps": 6, "schedule_epochs": 2},
+            {"max_steps": -1, "num_train_epochs": 2.0},
+            "grpo.schedule_epochs (2.0)",
+        ),
+        ({"max_steps": 6, "schedule_steps": 6}, {"max_steps": 6}, "grpo.schedule_steps (6)"),
+    ],
+)
+def test_the_horizon_and_the_stop_are_two_settings(settings, options, planned_by):
+    from vlrl.algorithms.schedule import horizon_options, plans_beyond_the_stop, stop_callbacks
+    from vlrl.config import GRPOConfig
+
+    cfg = GRPOConfig(**settings)
+    assert horizon_options(cfg) == options
+    assert plans_beyond_the_stop(cfg) == (planned_by is not None)
+    callbacks = stop_callbacks(cfg)
+    if planned_by is None:
+        assert callbacks == []
+    else:
+        (stop,) = callbacks
+        assert (stop.last_step, stop.planned_by, stop.stop_key) == (6, planned_by, "grpo.max_steps")

@@ -123,6 +123,7 @@ def _trainer(monkeypatch, missing="whole_response", training=True):
 
     def rewards(self, inputs, prompts, completions, ids):
         calls.scored.append([dict(row) for row in inputs])
+        calls.trl_args = (prompts, completions, ids)
         return "TRL's rewards"
 
     monkeypatch.setattr(GRPOTrainer, "_tokenize_prompts", tokenize, raising=False)
@@ -146,7 +147,8 @@ def test_the_second_pass_answers_each_description_then_trl_scores(monkeypatch):
         "<think>no description</think>\\boxed{red}",
     ]
     assert torch.is_grad_enabled()
-    assert trainer._calculate_rewards(rows, ["p0", "p1"], completions, None) == "TRL's rewards"
+    assert trainer._calculate_rewards(rows, ["p0", "p1"], completions, "ids") == "TRL's rewards"
+    assert calls.trl_args == (["p0", "p1"], completions, "ids")
     (prompts,) = calls.tokenized
     assert [p[0]["content"].splitlines()[:2] for p in prompts] == [
         ["Text description: two cubes", "Question: How many?"],
@@ -186,3 +188,12 @@ def test_a_dataset_without_the_question_column_is_named(monkeypatch):
     with pytest.raises(KeyError, match="self_reward needs the dataset column 'problem'"):
         trainer.second_pass([{"question": "Q"}], ["x"])
     assert calls.tokenized == []
+
+
+def test_by_default_a_response_without_description_is_sent_whole():
+    from vlrl.algorithms.self_reward import second_pass_prompts
+
+    text = "<think>t</think>\\boxed{2}"
+    assert second_pass_description(text) == text
+    ((turn,),) = second_pass_prompts([text], ["Q"])
+    assert turn["content"].startswith(f"Text description: {text}\nQuestion: Q\n")

@@ -9,6 +9,7 @@ import pytest
 from vlrl.algorithms.trust import (
     RELEASED_T,
     SKIPPED_GAMMA,
+    GroupTrust,
     TrustRule,
     combine,
     is_skipped,
@@ -95,6 +96,32 @@ def test_a_failed_query_drops_the_group():
     assert combine([1.0, 0.0], [0.5, None], 0, PAPER).dropped
 
 
+def test_every_field_of_a_skipped_a_dropped_and_a_scored_group():
+    assert combine([1.0, 1.0], [None, None], 3, RELEASED) == GroupTrust(
+        [0.0, 0.0], 0.0, 1.0, SKIPPED_GAMMA, 0.0, 0.0, skipped=True, dropped=False
+    )
+    assert combine([1.0, 0.3], [0.5, None], 3, RELEASED) == GroupTrust(
+        [None, None], 0.0, 1.0, 1.0, 0.0, 0.0, skipped=False, dropped=True
+    )
+    # μc = 0.6 (the correct one), μw = (0.2 + 0) / 2: no distrust
+    scored = combine([1.0, 0.3, 0.0], [0.6, 0.2, None], 0, RELEASED)
+    assert scored == GroupTrust(
+        [pytest.approx(0.18), pytest.approx(0.06), 0.0],
+        pytest.approx(A),
+        1.0,
+        1.0,
+        pytest.approx(0.6),
+        pytest.approx(0.1),
+        skipped=False,
+        dropped=False,
+    )
+
+
+def test_a_score_given_for_a_response_not_queried_counts_as_0_as_released():
+    # 0.1 < 0.2: not queried, so its score is not the reward model's to give
+    assert combine([1.0, 0.1], [0.5, 0.9], 0, RELEASED).terms == [pytest.approx(0.5 * A), 0.0]
+
+
 def test_length_mismatch_raises():
     with pytest.raises(ValueError, match="2 thinking scores for 3 outcomes"):
         combine([1.0, 0.0, 0.5], [0.1, 0.2], 0, RELEASED)
@@ -112,3 +139,24 @@ def test_rule_from_settings_defaults_T(variant, T, expected_T):
     )
     rule = rule_from_settings(settings, max_steps=40)
     assert (rule.T, rule.variant, rule.alpha) == (expected_T, variant, A)
+
+
+def test_rule_from_settings_passes_every_threshold_on():
+    settings = TrustGRPOSettings(
+        alpha=0.25,
+        T=7.0,
+        query_threshold=0.3,
+        skip_high=0.8,
+        skip_low=0.15,
+        correct_threshold=0.6,
+        reward_model=ThinkingRewardConfig(base_url="http://127.0.0.1:1/v1", model="m"),
+    )
+    assert rule_from_settings(settings, max_steps=40) == TrustRule(
+        variant="released",
+        alpha=0.25,
+        T=7.0,
+        query_threshold=0.3,
+        skip_high=0.8,
+        skip_low=0.15,
+        correct_threshold=0.6,
+    )

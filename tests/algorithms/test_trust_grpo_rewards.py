@@ -37,11 +37,17 @@ class Thinking:
 def make_trainer(monkeypatch, columns, weights, thinking, group=4, training=True, index=0):
     """A TrustGRPOTrainer with only what its reward step reads; TRL's own reward step returns
     ``columns`` (rows: completions, columns: reward functions)."""
-    monkeypatch.setattr(GRPOTrainer, "_calculate_rewards", lambda self, *args: columns.clone())
+
+    def trl_rewards(self, *args):
+        self.trl_args = args
+        return columns.clone()
+
+    monkeypatch.setattr(GRPOTrainer, "_calculate_rewards", trl_rewards)
     trainer = object.__new__(TrustGRPOTrainer)
     trainer.model = SimpleNamespace(training=training)
     trainer.num_generations, trainer.num_generations_eval = group, group // 2
-    trainer.reward_weights = torch.tensor(weights)
+    # as __init__ leaves them: the reward functions' weights, then the thinking column's 1
+    trainer.reward_weights = torch.tensor([*weights, 1.0], dtype=columns.dtype)
     trainer.state = SimpleNamespace(global_step=STEP)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
     trainer.accelerator = SimpleNamespace(process_index=index, device=torch.device("cpu"))
@@ -56,24 +62,29 @@ def inputs(n: int) -> list[dict]:
 
 def test_the_thinking_term_is_added_per_group_as_released(monkeypatch):
     # two reward columns weighted 1 and 0.5: the outcome is their weighted sum (NaN skipped)
+    # float64, so the terms are written in the columns' precision
     columns = torch.tensor(
         [
             [1.0, 0.0],  # group A: outcome 1.0, correct, queried
-            [0.0, 0.0],  # 0.0: wrong, not queried (thinking 0)
+            [math.nan, 0.15],  # 0.075 (weighted): wrong, not queried (thinking 0)
             [0.4, 0.4],  # 0.6: correct, queried
-            [0.3, math.nan],  # 0.3: wrong, queried
+            [0.3, 0.0],  # 0.3: wrong, queried
             [1.0, 0.0],  # group B: every outcome ≥ 0.9, skipped
             [0.8, 0.4],
             [0.9, 0.2],
             [1.0, 0.0],
-        ]
+        ],
+        dtype=torch.float64,
     )
     completions = [f"c{i}" for i in range(8)]
     thinking = Thinking({"c0": 0.8, "c2": 0.4, "c3": 0.9}, failures=2)
     trainer = make_trainer(monkeypatch, columns, [1.0, 0.5], thinking)
     prompts = [f"p{i}" for i in range(8)]
+    rows = inputs(8)
 
-    rewards = trainer._calculate_rewards(inputs(8), prompts, completions, None)
+    rewards = trainer._calculate_rewards(rows, prompts, completions, "ids")
+
+    assert trainer.trl_args == (rows, prompts, completions, "ids")  # TRL's own step, as given
 
     # only group A's outcomes ≥ 0.2 were asked, with their prompts and pictures
     assert thinking.asked == [
@@ -84,7 +95,10 @@ def test_the_thinking_term_is_added_per_group_as_released(monkeypatch):
     # μc = (0.8 + 0.4) / 2 = 0.6 ≥ μw = (0 + 0.9) / 2: no trust factor, term = discount · score
     expected = [0.8 * DISCOUNT, 0.0, 0.4 * DISCOUNT, 0.9 * DISCOUNT, 0.0, 0.0, 0.0, 0.0]
     assert rewards[:, 2].tolist() == pytest.approx(expected, abs=1e-7)
-    assert trainer.reward_weights.tolist() == [1.0, 0.5]  # the column's weight 1 is __init__'s
+    # exactly, in the columns' precision: the scores come back as float32 (gathered as a
+    # tensor), the terms are not rounded again
+    as_gathered = [float(torch.tensor(t, dtype=torch.float32)) for t in (0.8, 0.4, 0.9)]
+    assert rewards[[0, 2, 3], 2].tolist() == [DISCOUNT * t for t in as_gathered]
 
     metrics = trainer._metrics["train"]
     assert metrics[f"rewards/{THINKING_REWARD}/mean"] == pytest.approx([sum(expected) / 8])
@@ -115,18 +129,37 @@ def test_the_trust_factor_when_wrong_answers_think_better(monkeypatch):
 
 
 def test_a_failed_call_drops_its_whole_group_and_is_logged(monkeypatch, caplog):
-    columns = torch.tensor([[1.0], [0.3], [0.0], [1.0], [0.5], [0.6]])
-    thinking = Thinking({"a": 0.5, "b": None, "d": 0.5, "e": 0.1, "f": 0.2}, failures=1)
-    trainer = make_trainer(monkeypatch, columns, [1.0], thinking, group=3)
-    rewards = trainer._calculate_rewards(inputs(6), list("pqrstu"), list("abcdef"), None)
-    assert torch.isnan(rewards[:3]).all(), "every reward of the dropped group is NaN"
-    assert rewards[3:, 0].tolist() == pytest.approx([1.0, 0.5, 0.6])
-    assert not torch.isnan(rewards[3:]).any()
+    columns = torch.tensor([[1.0], [0.3], [0.0], [1.0], [0.3], [0.0], [1.0], [0.5], [0.6]])
+    scores = {"a": 0.5, "b": None, "d": None, "e": 0.4, "g": 0.5, "h": 0.1, "i": 0.2}
+    trainer = make_trainer(monkeypatch, columns, [1.0], Thinking(scores, failures=2), group=3)
+    rewards = trainer._calculate_rewards(inputs(9), list("pqrstuvwx"), list("abcdefghi"), None)
+    assert torch.isnan(rewards[:6]).all(), "every reward of the two dropped groups is NaN"
+    assert rewards[6:, 0].tolist() == pytest.approx([1.0, 0.5, 0.6])
+    # the group after them is scored: all correct, no trust factor
+    assert rewards[6:, 1].tolist() == pytest.approx(
+        [0.5 * DISCOUNT, 0.1 * DISCOUNT, 0.2 * DISCOUNT]
+    )
     metrics = trainer._metrics["train"]
-    assert metrics["trust/dropped_groups"] == [1.0]
-    assert metrics["trust/queries"] == [5.0]
-    assert metrics["trust/thinking_raw"] == pytest.approx([(0.5 + 0.5 + 0.1 + 0.2) / 4])
-    assert f"trust_grpo step {STEP}: 1 of 2 groups dropped" in caplog.text
+    assert metrics["trust/dropped_groups"] == [2.0]
+    assert metrics["trust/queries"] == [7.0]
+    assert metrics["trust/discount"] == pytest.approx([DISCOUNT])
+    assert metrics["trust/thinking_raw"] == pytest.approx([(0.5 + 0.4 + 0.5 + 0.1 + 0.2) / 5])
+    assert caplog.messages == [
+        f"trust_grpo step {STEP}: 2 of 3 groups dropped (reward-model call failed)"
+    ]
+
+
+def test_a_step_without_queries_logs_no_means(monkeypatch):
+    columns = torch.tensor([[1.0], [1.0], [0.0], [0.0], [0.95], [1.0]])
+    trainer = make_trainer(monkeypatch, columns, [1.0], Thinking({}), group=2)
+    rewards = trainer._calculate_rewards(inputs(6), list("pqrstu"), list("abcdef"), None)
+    assert rewards[:, 1].tolist() == [0.0] * 6
+    metrics = trainer._metrics["train"]
+    assert metrics["trust/skipped_groups"] == [1.0]  # three of three
+    assert metrics["trust/queries"] == [0.0]
+    assert math.isnan(metrics["trust/thinking_raw"][0])
+    assert math.isnan(metrics["trust/discount"][0]) and math.isnan(metrics["trust/trust"][0])
+    assert metrics["trust/gamma"] == [0.5]
 
 
 def test_in_evaluation_the_eval_group_size_and_metrics(monkeypatch):

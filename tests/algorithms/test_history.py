@@ -1,0 +1,70 @@
+"""What a GRPO run logged (vlrl.algorithms.history): the curves dvclive writes, each row at its
+optimizer step, and the run times kept out of them; without a trainer."""
+
+from __future__ import annotations
+
+import csv
+import json
+from types import SimpleNamespace
+
+from vlrl.algorithms.history import split_log_history, write_curves
+
+
+def test_run_times_leave_the_rows_and_are_collected():
+    rows, times = split_log_history(
+        [
+            {"loss": 0.5, "step_time": 1.5, "step": 2},
+            {"loss": 0.4, "step": 4},
+            {"loss": 0.3, "step_time": 2.5, "step": 6},
+            {"train_loss": 0.4, "train_runtime": 9.0, "train_samples_per_second": 3.0, "step": 6},
+        ]
+    )
+    assert rows == [
+        {"loss": 0.5, "step": 2},
+        {"loss": 0.4, "step": 4},
+        {"loss": 0.3, "step": 6},
+        {"train_loss": 0.4, "step": 6},
+    ]
+    assert times == {
+        "step_time": [1.5, 2.5],
+        "train_runtime": 9.0,
+        "train_samples_per_second": 3.0,
+    }
+    assert split_log_history([]) == ([], {"step_time": []})
+
+
+def _tsv(path) -> list[dict[str, str]]:
+    with open(path) as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def test_curves_are_written_at_each_rows_optimizer_step(tmp_path):
+    args = SimpleNamespace(to_dict=lambda: {"learning_rate": 0.001, "seed": 3})
+    history = [
+        {"reward": 0.25, "loss": 1.0, "step": 2},
+        {"reward": 0.5, "loss": 0.5, "per_rank": [0.4, 0.6], "step": 4},  # a list: no metric
+        {"rewards/test.length/mean": 0.75, "reward": 0.75},  # no step: its index
+    ]
+    write_curves(tmp_path / "live", args, history)
+    metrics = tmp_path / "live" / "plots" / "metrics"
+    reward = _tsv(metrics / "reward.tsv")
+    assert [(r["step"], r["reward"]) for r in reward] == [
+        ("2", "0.25"),
+        ("4", "0.5"),
+        ("2", "0.75"),
+    ]
+    loss = _tsv(metrics / "loss.tsv")
+    assert [(r["step"], r["loss"]) for r in loss] == [("2", "1.0"), ("4", "0.5")]
+    # TRL's names as dvclive's HF callback writes them: a slash is a folder
+    assert [r["mean"] for r in _tsv(metrics / "rewards" / "test.length" / "mean.tsv")] == ["0.75"]
+    assert sorted(p.name for p in metrics.rglob("*.tsv")) == ["loss.tsv", "mean.tsv", "reward.tsv"]
+    summary = json.loads((tmp_path / "live" / "metrics.json").read_text())
+    assert summary == {
+        "loss": 0.5,
+        "reward": 0.75,
+        "step": 2,
+        "rewards": {"test.length": {"mean": 0.75}},
+    }
+    params = (tmp_path / "live" / "params.yaml").read_text()
+    assert "learning_rate: 0.001" in params and "seed: 3" in params
+    assert not (tmp_path / "dvc.yaml").exists() and not (tmp_path / "live" / "dvc.yaml").exists()
