@@ -68,3 +68,25 @@ def test_curves_are_written_at_each_rows_optimizer_step(tmp_path):
     params = (tmp_path / "live" / "params.yaml").read_text()
     assert "learning_rate: 0.001" in params and "seed: 3" in params
     assert not (tmp_path / "dvc.yaml").exists() and not (tmp_path / "live" / "dvc.yaml").exists()
+
+
+def test_eval_rows_get_dvclives_names_and_a_rerun_starts_over(tmp_path):
+    args = SimpleNamespace(to_dict=lambda: {})
+    live = tmp_path / "live"
+    write_curves(live, args, [{"reward": 0.1, "step": 1}, {"eval_reward": 0.2, "step": 1}])
+    # dvclive's Hugging Face names: eval_x is eval/x
+    assert [r["reward"] for r in _tsv(live / "plots" / "metrics" / "eval" / "reward.tsv")] == [
+        "0.2"
+    ]
+    write_curves(live, args, [{"reward": 0.3, "step": 1}])  # a rerun replaces, never appends
+    assert [r["reward"] for r in _tsv(live / "plots" / "metrics" / "reward.tsv")] == ["0.3"]
+
+
+def test_inside_a_dvc_project_no_dvc_yaml_is_written(tmp_path, monkeypatch):
+    from dvc.repo import Repo
+
+    Repo.init(str(tmp_path), no_scm=True).close()
+    monkeypatch.chdir(tmp_path)
+    write_curves(tmp_path / "live", SimpleNamespace(to_dict=lambda: {}), [{"reward": 0.1}])
+    assert (tmp_path / "live" / "plots" / "metrics" / "reward.tsv").is_file()
+    assert sorted(p.name for p in tmp_path.glob("*.yaml")) == []  # the plots are declared elsewhere

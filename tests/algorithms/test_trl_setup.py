@@ -221,3 +221,138 @@ def test_rec_reward_in_training_is_the_released_one(tmp_path: Path) -> None:
             )
             assert reward([completion], **columns) == [expected], (row["id"], box)
     assert moved >= 30  # the rescale mattered: without it these rows score otherwise
+
+
+def test_every_grpo_setting_reaches_trl_under_its_own_name(project: Path, tmp_path: Path) -> None:
+    """Each value distinct from its default and from the others, so a setting passed under
+    another name, dropped or replaced by its default shows."""
+    from vlrl.config import GRPOConfig
+
+    cfg = GRPOConfig(
+        rewards={"common.format": 0.25, "common.accuracy": 0.75},
+        shuffle=False,
+        max_steps=7,
+        learning_rate=2e-6,
+        lr_scheduler_type="cosine",
+        warmup_ratio=0.05,
+        weight_decay=0.01,
+        max_grad_norm=4.0,
+        steps_per_generation=6,
+        entropy_coef=0.001,
+        per_device_train_batch_size=3,
+        gradient_accumulation_steps=2,
+        num_generations=3,
+        max_completion_length=48,
+        temperature=0.9,
+        top_p=0.95,
+        top_k=40,
+        beta=0.02,
+        epsilon=0.15,
+        epsilon_high=0.28,
+        num_iterations=2,
+        loss_type="bnpo",
+        scale_rewards="batch",
+        gradient_checkpointing=True,
+        logging_steps=3,
+        save_steps=11,
+        save_total_limit=4,
+        deepspeed="zero2",
+    )
+    assert trl_setup.trl_kwargs(cfg, tmp_path / "out", seed=13) == {
+        "deepspeed": str(paths.deepspeed_file("zero2")),
+        "log_level": "info",
+        "output_dir": str(tmp_path / "out"),
+        "seed": 13,
+        "data_seed": 13,
+        "shuffle_dataset": False,
+        "max_steps": 7,
+        "learning_rate": 2e-6,
+        "lr_scheduler_type": "cosine",
+        "warmup_steps": 0.05,
+        "weight_decay": 0.01,
+        "max_grad_norm": 4.0,
+        "steps_per_generation": 6,
+        "entropy_coef": 0.001,
+        "per_device_train_batch_size": 3,
+        "gradient_accumulation_steps": 2,
+        "num_generations": 3,
+        "max_completion_length": 48,
+        "temperature": 0.9,
+        "top_p": 0.95,
+        "top_k": 40,
+        "beta": 0.02,
+        "epsilon": 0.15,
+        "epsilon_high": 0.28,
+        "num_iterations": 2,
+        "loss_type": "bnpo",
+        "scale_rewards": "batch",
+        "reward_weights": [0.25, 0.75],
+        "gradient_checkpointing": True,
+        "logging_steps": 3,
+        "save_strategy": "steps",
+        "save_steps": 11,
+        "save_total_limit": 4,
+        "report_to": "none",
+        "bf16": False,  # no GPU here
+        "use_cpu": True,
+        "dataloader_num_workers": 0,
+        "remove_unused_columns": False,
+        "disable_tqdm": False,
+    }
+    unsaved = trl_setup.trl_kwargs(cfg.model_copy(update={"save_steps": None}), tmp_path, 0)
+    assert (unsaved["save_strategy"], unsaved["save_steps"]) == ("no", 500)
+    assert "deepspeed" not in trl_setup.trl_kwargs(GRPOConfig(), tmp_path, 0)
+    vllm = cfg.model_copy(
+        update={
+            "use_vllm": True,
+            "vllm_gpu_memory_utilization": 0.45,
+            "vllm_tensor_parallel_size": 2,
+        }
+    )
+    kwargs = trl_setup.trl_kwargs(vllm, tmp_path, 0)
+    assert {k: kwargs[k] for k in kwargs if k.startswith(("use_vllm", "vllm_"))} == {
+        "use_vllm": True,
+        "vllm_mode": "colocate",
+        "vllm_gpu_memory_utilization": 0.45,
+        "vllm_tensor_parallel_size": 2,
+    }
+
+
+def test_extra_options_must_be_trls_and_not_vlrls(project: Path, tmp_path: Path) -> None:
+    from vlrl.config import GRPOConfig
+
+    extra = {
+        "report_to": "wandb",  # vlrl's own default: overridable
+        "dataloader_num_workers": 2,
+        "mask_truncated_completions": True,  # TRL's, not modelled
+        "no_such_option": 1,
+        "learning_rate": 1e-5,  # modelled
+        "use_vllm": True,
+        "deepspeed": "x.json",
+        "vllm_server_port": 8000,  # the started server's
+        "vllm_mode": "server",  # modelled only when vLLM is on: still vlrl's
+    }
+    cfg = GRPOConfig(extra=extra)
+    assert trl_setup.extra_problems(cfg) == [
+        ("extra.no_such_option", "is not an option of TRL's GRPOConfig"),
+        *(
+            (f"extra.{key}", "vlrl sets it from the grpo section; set the grpo key instead")
+            for key in ("learning_rate", "use_vllm", "deepspeed", "vllm_server_port", "vllm_mode")
+        ),
+    ]
+    with pytest.raises(StageError) as caught:
+        trl_setup.trl_config(cfg, tmp_path, seed=0)
+    assert str(caught.value) == (
+        "grpo.extra.no_such_option: is not an option of TRL's GRPOConfig; "
+        "grpo.extra.learning_rate: vlrl sets it from the grpo section; set the grpo key instead; "
+        "grpo.extra.use_vllm: vlrl sets it from the grpo section; set the grpo key instead; "
+        "grpo.extra.deepspeed: vlrl sets it from the grpo section; set the grpo key instead; "
+        "grpo.extra.vllm_server_port: vlrl sets it from the grpo section; set the grpo key "
+        "instead; grpo.extra.vllm_mode: vlrl sets it from the grpo section; set the grpo key "
+        "instead"
+    )
+    allowed = {k: extra[k] for k in ("report_to", "dataloader_num_workers")}
+    allowed["mask_truncated_completions"] = True
+    args = trl_setup.trl_config(GRPOConfig(extra=allowed), tmp_path, seed=5)
+    assert (args.report_to, args.dataloader_num_workers) == (["wandb"], 2)
+    assert args.mask_truncated_completions is True and args.seed == 5
