@@ -253,13 +253,21 @@ def prepare(group: str, fresh: bool) -> Path:
     if not tests.exists():
         tests.symlink_to(ROOT / "tests")
     # mutmut runs the tests in mutants/, which must look like a checkout: the files that make it
-    # the project root (vlrl.core.paths.ROOT_MARKERS) and the configuration, linked;
+    # the project root (vlrl.core.paths.ROOT_MARKERS) and the configuration, folders linked and
+    # files copied;
     # workflow_scripts/ as a link to the mutated package, so tests that find the source there read
     # the mutants.
     mutants = workspace / "mutants"
     mutants.mkdir(exist_ok=True)
     for name, target in [*((n, ROOT / n) for n in LINKED), ("workflow_scripts", Path("src"))]:
         link = mutants / name
+        if target.is_file():
+            # a copy, not a link: a mutant that writes the file (a dvc.yaml, through dvclive)
+            # must not write the checkout's
+            if link.is_symlink():
+                link.unlink()
+            shutil.copy2(target, link)
+            continue
         if link.is_symlink():
             continue
         if link.is_dir():  # a run's test (under a mutant) wrote there: the link again

@@ -7,6 +7,8 @@ import csv
 import json
 from types import SimpleNamespace
 
+import pytest
+
 from vlrl.algorithms.history import split_log_history, write_curves
 
 
@@ -36,6 +38,13 @@ def test_run_times_leave_the_rows_and_are_collected():
 def _tsv(path) -> list[dict[str, str]]:
     with open(path) as fh:
         return list(csv.DictReader(fh, delimiter="\t"))
+
+
+@pytest.fixture(autouse=True)
+def _outside_any_dvc_project(tmp_path, monkeypatch):
+    """dvclive looks for a DVC project from the working directory: the checkout's must never be
+    found (a mutant writing a dvc.yaml would write the checkout's)."""
+    monkeypatch.chdir(tmp_path)
 
 
 def test_curves_are_written_at_each_rows_optimizer_step(tmp_path):
