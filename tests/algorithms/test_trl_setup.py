@@ -356,3 +356,23 @@ def test_extra_options_must_be_trls_and_not_vlrls(project: Path, tmp_path: Path)
     args = trl_setup.trl_config(GRPOConfig(extra=allowed), tmp_path, seed=5)
     assert (args.report_to, args.dataloader_num_workers) == (["wandb"], 2)
     assert args.mask_truncated_completions is True and args.seed == 5
+
+
+def test_a_reward_gets_every_column_trl_passes(monkeypatch) -> None:
+    seen = {}
+
+    def reward(completions, **kwargs):
+        seen.update(kwargs)
+        return [0.5] * len(completions)
+
+    monkeypatch.setattr(trl_setup, "get_reward", lambda name: reward)
+    named = trl_setup.NamedReward("any.name")
+    assert named(["a", "b"], solution=["1", "2"], trainer_state=None) == [0.5, 0.5]
+    assert seen == {"solution": ["1", "2"], "trainer_state": None}
+
+
+def test_the_lora_config_carries_rank_alpha_targets_and_task() -> None:
+    assert trl_setup.peft_config(GRPOConfig(lora=False)) is None
+    lora = trl_setup.peft_config(GRPOConfig(lora=True, lora_rank=4, lora_alpha=12))
+    assert (lora.r, lora.lora_alpha, lora.task_type) == (4, 12, "CAUSAL_LM")
+    assert set(lora.target_modules) == set(trl_setup.LORA_TARGETS)
