@@ -36,6 +36,7 @@ NAMES = [
     "vlm_r1_rec_baseline",
     "vlmevalkit_2505",
     "vlmevalkit_2608",
+    "vlmevalkit_logicvista",
     "vlrl",
 ]
 
