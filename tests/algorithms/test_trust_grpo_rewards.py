@@ -185,3 +185,22 @@ def test_each_process_asks_only_about_its_own_completions():
     # a row without "images" gives its "image"
     trainer.query_local([{"image": "one"}], ["p"], ["x"], [False, True])
     assert trainer.thinking.asked[-1][2] == ["one"]
+
+
+def test_init_hands_trl_its_arguments_and_adds_a_thinking_column_of_weight_one(
+    monkeypatch,
+) -> None:
+    """TRL's trainer gets every argument but the two Trust-GRPO ones; the reward weights get one
+    more column, weight 1, after TRL's own (the reward functions' weights)."""
+    seen = {}
+
+    def trl_init(self, *args, **kwargs):
+        seen.update(args=args, kwargs=kwargs)
+        self.reward_weights = torch.tensor([2.0, 0.5])
+
+    monkeypatch.setattr(GRPOTrainer, "__init__", trl_init)
+    rule, thinking = TrustRule(alpha=0.1), Thinking({})
+    trainer = TrustGRPOTrainer("model", trust_rule=rule, thinking=thinking, args="a", seed=3)
+    assert seen == {"args": ("model",), "kwargs": {"args": "a", "seed": 3}}
+    assert trainer.trust_rule is rule and trainer.thinking is thinking
+    assert trainer.reward_weights.tolist() == [2.0, 0.5, 1.0]

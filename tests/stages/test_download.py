@@ -16,7 +16,7 @@ from hub_cache import seed_cache
 
 from vlrl.config import load_dataset
 from vlrl.core.errors import ConfigError, StageError
-from vlrl.hub import DATASET_MANIFEST
+from vlrl.core.files import DATASET_MANIFEST
 from vlrl.stages import download
 
 REPO_ID = "vlrl-test/shapes-records"

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import re
@@ -38,12 +37,10 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from vlrl.core.errors import ConfigError, StageError
-from vlrl.core.files import sha256_file
+from vlrl.core.files import write_dataset_manifest
 
 log = logging.getLogger(__name__)
 
-DATASET_MANIFEST = "vlrl_dataset.json"
-"""The checksum manifest beside the files (the name :mod:`vlrl.hub` gives it too)."""
 _SHA = re.compile(r"[0-9a-f]{40}")
 # An unknown https repository fails instead of asking for a password nobody will type.
 _ENV = {"GIT_TERMINAL_PROMPT": "0"}
@@ -269,17 +266,11 @@ def download_git_dataset(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = _extract(cache, revision, out_dir, allow_patterns, what)
-    manifest = {
-        "git": url,
-        "revision": revision,
-        "commit": revision,
-        "allow_patterns": allow_patterns,
-        "files": {
-            name: {"size": (out_dir / name).stat().st_size, "sha256": sha256_file(out_dir / name)}
-            for name in files
-        },
-    }
-    (out_dir / DATASET_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest = write_dataset_manifest(
+        out_dir,
+        files,
+        {"git": url, "revision": revision, "commit": revision, "allow_patterns": allow_patterns},
+    )
     log.info("%s@%s: %d files in %s", url, revision, len(files), out_dir)
     return manifest
 

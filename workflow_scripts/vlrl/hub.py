@@ -29,12 +29,11 @@ from pathlib import Path
 from typing import Literal
 
 from vlrl.core.errors import ConfigError, StageError
-from vlrl.core.files import sha256_file
+from vlrl.core.files import write_dataset_manifest
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "vlrl_model.json"
-DATASET_MANIFEST = "vlrl_dataset.json"
 RepoType = Literal["model", "dataset"]
 _SHA = re.compile(r"[0-9a-f]{40}")
 #: A version tag: ``v1``, ``v1.0``, ``2.5.1-rc1``, or any ``refs/tags/<name>``.
@@ -223,19 +222,17 @@ def download_dataset(
         allow_patterns=allow_patterns,
         cache_dir=cache_dir,
     )
-    out_dir = Path(out_dir)
-    manifest = {
-        "repo_id": repo_id,
-        "repo_type": repo_type,
-        "revision": revision,
-        "commit": commit,
-        "allow_patterns": allow_patterns,
-        "files": {
-            name: {"size": (out_dir / name).stat().st_size, "sha256": sha256_file(out_dir / name)}
-            for name in files
+    manifest = write_dataset_manifest(
+        out_dir,
+        files,
+        {
+            "repo_id": repo_id,
+            "repo_type": repo_type,
+            "revision": revision,
+            "commit": commit,
+            "allow_patterns": allow_patterns,
         },
-    }
-    (out_dir / DATASET_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    )
     log.info("%s@%s (commit %s): %d files in %s", repo_id, revision, commit, len(files), out_dir)
     return manifest
 
@@ -270,13 +267,6 @@ def copy_local_dataset(source: Path, out_dir: Path, allow_patterns: list[str] | 
     for name in names:
         (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / name, out_dir / name)
-    manifest = {
-        "local": str(source),
-        "allow_patterns": allow_patterns,
-        "files": {
-            name: {"size": (out_dir / name).stat().st_size, "sha256": sha256_file(out_dir / name)}
-            for name in names
-        },
-    }
-    (out_dir / DATASET_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    return manifest
+    return write_dataset_manifest(
+        out_dir, names, {"local": str(source), "allow_patterns": allow_patterns}
+    )

@@ -213,7 +213,7 @@ def write_sophiavl_r1_fixture(root: Path) -> None:
 
 def test_the_download_manifest_is_not_a_subset_file(tmp_path: Path) -> None:
     """The download stage writes its checksum manifest beside the raw files before converting."""
-    from vlrl.hub import DATASET_MANIFEST
+    from vlrl.core.files import DATASET_MANIFEST
 
     write_sophiavl_r1_fixture(tmp_path)
     (tmp_path / DATASET_MANIFEST).write_text("{}")

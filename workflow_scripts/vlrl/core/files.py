@@ -104,6 +104,39 @@ def sha256_file(path: Path | str) -> str:
     return digest.hexdigest()
 
 
+DATASET_MANIFEST = "vlrl_dataset.json"
+"""The checksum manifest a dataset download writes beside its files."""
+
+
+def write_dataset_manifest(out_dir: Path | str, names: list[str], source: dict) -> dict:
+    """Write ``out_dir``'s checksum manifest, :data:`DATASET_MANIFEST`: ``source`` (where the
+    files came from: repo and revision, git URL and commit, or local folder, then the patterns)
+    and every file of ``names``' size and SHA-256, in that order.
+
+    Returns:
+        The manifest.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.txt").write_bytes(b"abc")
+    >>> m = write_dataset_manifest(d, ["a.txt"], {"local": "/src", "allow_patterns": None})
+    >>> list(m), m["files"]["a.txt"]["size"]
+    (['local', 'allow_patterns', 'files'], 3)
+    >>> json.loads((d / DATASET_MANIFEST).read_text()) == m
+    True
+    """
+    out_dir = Path(out_dir)
+    manifest = {
+        **source,
+        "files": {
+            name: {"size": (out_dir / name).stat().st_size, "sha256": sha256_file(out_dir / name)}
+            for name in names
+        },
+    }
+    write_json(out_dir / DATASET_MANIFEST, manifest)
+    return manifest
+
+
 def write_json(path: Path | str, obj: Any) -> None:
     with atomic_file(path) as fh:
         json.dump(obj, fh, indent=2, sort_keys=False)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vlrl.core import paths
-from vlrl.hub import sha256_file
+from vlrl.core.files import sha256_file
 from vlrl.serving.gpus import DEFAULT_GPU_MEMORY
 
 if TYPE_CHECKING:

@@ -63,9 +63,9 @@ from pathlib import Path
 from typing import Any
 
 from vlrl.core.errors import DataError
+from vlrl.core.files import DATASET_MANIFEST
 from vlrl.data.formats import RECORDS_DIR, ImageStore, Row, RowError, record
 from vlrl.data.formats.easyr1 import IMAGE_TOKEN, read_image_file
-from vlrl.hub import DATASET_MANIFEST
 from vlrl.items.records import Record
 
 DATA_SOURCE = "sophiavl_r1_130k"

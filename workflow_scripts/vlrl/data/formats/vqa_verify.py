@@ -69,10 +69,9 @@ from typing import Any
 from PIL import Image
 
 from vlrl.core.errors import DataError
-from vlrl.core.files import read_jsonl
+from vlrl.core.files import DATASET_MANIFEST, read_jsonl
 from vlrl.data.formats import RECORDS_DIR, ImageStore, Row, RowError, parquet_rows, record
 from vlrl.data.formats.refcoco import fit_box
-from vlrl.hub import DATASET_MANIFEST
 from vlrl.items.prompt_texts import CAPTION_BBOX_ANSWER_SYSTEM_PROMPT
 from vlrl.items.records import Record
 
