@@ -72,3 +72,15 @@ def test_the_reward_models_a_run_may_start_by_config_key() -> None:
     }
     untrusted = grpo.model_copy(update={"trust": None})
     assert _reward_models(untrusted)["grpo.trust.reward_model"] is None
+
+
+def test_a_config_with_another_grpo_section_reads_everything_else_from_the_config() -> None:
+    from vlrl.algorithms.grpo_servers import _WithGRPO
+
+    cfg = load_experiment("vlm_r1_rec")
+    grpo = cfg.grpo.model_copy(update={"max_steps": 3})
+    view = _WithGRPO(cfg, grpo)
+    assert view.grpo is grpo and view.grpo.max_steps == 3 != cfg.grpo.max_steps
+    assert view.resources is cfg.resources and view.data is cfg.data
+    with pytest.raises(AttributeError, match="no_such_key"):
+        view.no_such_key  # noqa: B018

@@ -197,3 +197,14 @@ def test_by_default_a_response_without_description_is_sent_whole():
     assert second_pass_description(text) == text
     ((turn,),) = second_pass_prompts([text], ["Q"])
     assert turn["content"].startswith(f"Text description: {text}\nQuestion: Q\n")
+
+
+def test_init_hands_trl_its_arguments_and_keeps_the_settings(monkeypatch) -> None:
+    from trl import GRPOTrainer
+
+    seen = {}
+    monkeypatch.setattr(GRPOTrainer, "__init__", lambda self, *a, **kw: seen.update(a=a, kw=kw))
+    settings = object()
+    trainer = SelfRewardGRPOTrainer("model", settings=settings, args="a", seed=3)
+    assert seen == {"a": ("model",), "kw": {"args": "a", "seed": 3}}
+    assert trainer.self_reward is settings

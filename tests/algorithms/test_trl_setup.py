@@ -116,13 +116,14 @@ def test_load_policy_on_cpu_float32_left_padded_with_the_pixel_budget(
 ) -> None:
     import torch
 
-    cfg = GRPOConfig(image_min_pixels=3136, image_max_pixels=12544)
+    # not the tiny processor's own bounds (56 x 56, 112 x 112): the experiment's must win
+    cfg = GRPOConfig(image_min_pixels=6272, image_max_pixels=50176)
     model, processor = trl_setup.load_policy(tiny_model_dir, cfg)
     assert model.dtype == torch.float32 and model.name_or_path == str(tiny_model_dir)
     assert all(p.requires_grad for p in model.parameters())  # freeze_vision off
     assert processor.tokenizer.padding_side == "left"
     size = processor.image_processor.size
-    assert (size["shortest_edge"], size["longest_edge"]) == (3136, 12544)
+    assert (size["shortest_edge"], size["longest_edge"]) == (6272, 50176)
 
 
 def test_load_policy_on_a_gpu_loads_bfloat16(tiny_model_dir: Path, monkeypatch) -> None:
@@ -571,3 +572,28 @@ def test_a_cpu_build_is_named_by_its_distribution(distributions, cpu, monkeypatc
 
     monkeypatch.setattr(importlib.metadata, "packages_distributions", lambda: distributions)
     assert trl_setup._cpu_build("vllm") is cpu
+
+
+@pytest.mark.parametrize(
+    ("world_size", "should_log", "joined", "level"),
+    [(2, True, True, "info"), (1, False, False, "warning"), (4, False, True, "warning")],
+)
+def test_join_deepspeed_joins_the_runs_group_and_sets_its_log_level(
+    world_size, should_log, joined, level, monkeypatch
+) -> None:
+    """DeepSpeed is not in the main environment: stand-in modules record the calls
+    (``make engines`` runs the real ones under ZeRO with two ranks)."""
+    import sys
+    import types
+    from types import SimpleNamespace
+
+    calls = []
+    deepspeed = types.ModuleType("deepspeed")
+    deepspeed.init_distributed = lambda: calls.append("init_distributed")
+    logging_module = types.ModuleType("deepspeed.utils.logging")
+    logging_module.set_log_level_from_string = lambda value: calls.append(("level", value))
+    monkeypatch.setitem(sys.modules, "deepspeed", deepspeed)
+    monkeypatch.setitem(sys.modules, "deepspeed.utils", types.ModuleType("deepspeed.utils"))
+    monkeypatch.setitem(sys.modules, "deepspeed.utils.logging", logging_module)
+    trl_setup.join_deepspeed(SimpleNamespace(world_size=world_size, should_log=should_log))
+    assert calls == [*(["init_distributed"] if joined else []), ("level", level)]

@@ -95,3 +95,10 @@ def test_other_engines_keep_trls_sync(vllm, case) -> None:
     vllm_cpu.fit_weight_sync(trainer)
     assert (trainer.vllm_generation and trainer.vllm_generation.sync_weights) is before
     assert vllm.calls == []
+
+
+def test_a_trainer_without_vllm_generation_is_left_alone(vllm) -> None:
+    """TRL builds ``vllm_generation`` only for vLLM rollouts: a trainer without it is fine."""
+    trainer = SimpleNamespace(state=SimpleNamespace(global_step=0))
+    vllm_cpu.fit_weight_sync(trainer)
+    assert vars(trainer) == {"state": SimpleNamespace(global_step=0)} and vllm.calls == []
