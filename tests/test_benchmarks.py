@@ -163,3 +163,26 @@ def test_every_hub_benchmark_is_in_the_papers_benchmark_experiment() -> None:
         if load_benchmark(p.stem).loader != "experiment_split"  # the experiment's own split
     }
     assert listed == hub
+
+
+def test_a_split_of_the_experiments_data_comes_from_its_data_stage(project: Path) -> None:
+    """shapes_test is the experiment's held-out split: its input is the experiment's data
+    folder (another experiment's where the data is shared), never a dataset resource."""
+    assert benchmark_inputs("tiny_shapes", "shapes_test") == [paths.data_dir("tiny_shapes")]
+    assert benchmark_inputs("tiny_shapes_grpo_lr", "shapes_test") == [paths.data_dir("tiny_shapes")]
+
+
+def test_the_protocol_is_the_experiments_choice_else_the_benchmarks_default(project: Path) -> None:
+    from vlrl.benchmarks import protocol_for
+
+    bench = "mathvista_testmini"
+    cfg = load_benchmark(bench)
+    other = next(p for p in cfg.protocols if p != cfg.protocol)
+    assert protocol_for(bench, cfg, {}) == cfg.protocol
+    assert protocol_for(bench, cfg, {"mmmu_val": cfg.protocol, bench: other}) == other
+    with pytest.raises(ConfigError) as caught:
+        protocol_for(bench, cfg, {bench: "no_such"})
+    assert str(caught.value) == (
+        f"score.protocol.{bench}: 'no_such' is not a protocol benchmark {bench} supports "
+        f"({paths.benchmark_file(bench)}: protocols {cfg.protocols})"
+    )

@@ -15,7 +15,14 @@ from hub_cache import seed_cache
 
 from vlrl.core.errors import ConfigError, StageError
 from vlrl.core.files import DATASET_MANIFEST
-from vlrl.hub import MANIFEST, check_revision, download_dataset, download_model
+from vlrl.hub import (
+    MANIFEST,
+    check_revision,
+    copy_local_dataset,
+    download_dataset,
+    download_model,
+    fetch_command,
+)
 
 REPO = "vlrl-test/tiny-qwen2.5-vl"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -218,3 +225,83 @@ def test_a_model_repo_is_not_found_as_a_dataset(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(StageError, match="cannot get model"):
         download_model(DATASET, DATASET_COMMIT, tmp_path / "m", cache_dir=dataset_cache)
+
+
+@pytest.mark.usefixtures("offline")
+def test_the_model_manifest_and_log_line_record_what_was_fetched(
+    hub_cache: Path, tmp_path: Path, caplog
+) -> None:
+    with caplog.at_level("INFO", logger="vlrl.hub"):
+        out = download_model(REPO, TAG, tmp_path / "model", cache_dir=hub_cache)
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert list(manifest) == ["builder", "repo_id", "revision", "commit", "files"]
+    assert (manifest["builder"], manifest["revision"], manifest["commit"]) == ("hf", TAG, COMMIT)
+    assert (out / MANIFEST).read_text() == json.dumps(manifest, indent=2) + "\n"
+    files = len(manifest["files"])
+    assert caplog.messages[-1] == f"{REPO}@{TAG} (commit {COMMIT}): {files} files in {out}"
+
+
+@pytest.mark.usefixtures("offline")
+def test_the_dataset_manifest_and_log_line_record_the_source_then_the_files(
+    dataset_cache: Path, tmp_path: Path, caplog
+) -> None:
+    out = tmp_path / "ds"
+    with caplog.at_level("INFO", logger="vlrl.hub"):
+        manifest = download_dataset(
+            DATASET, DATASET_COMMIT, out, allow_patterns=["data/*"], cache_dir=dataset_cache
+        )
+    keys = ["repo_id", "repo_type", "revision", "commit", "allow_patterns", "files"]
+    assert list(manifest) == keys and manifest["allow_patterns"] == ["data/*"]
+    assert (out / DATASET_MANIFEST).read_text() == json.dumps(manifest, indent=2) + "\n"
+    assert caplog.messages[-1] == (
+        f"{DATASET}@{DATASET_COMMIT} (commit {DATASET_COMMIT}): 2 files in {out}"
+    )
+
+
+def test_the_fetch_command_is_for_a_model_unless_told() -> None:
+    assert (
+        fetch_command(REPO, COMMIT) == f"hf download {REPO} --repo-type model --revision {COMMIT}"
+    )
+
+
+def test_a_local_dataset_is_copied_with_the_same_manifest(tmp_path: Path) -> None:
+    """User-provided files (config key local): the selected ones, nested folders kept, and the
+    checksum manifest a hub download writes, naming the folder."""
+    source = tmp_path / "mine"
+    (source / "images" / "a").mkdir(parents=True)
+    (source / "data.jsonl").write_text('{"id": 1}\n')
+    (source / "images" / "a" / "0.png").write_bytes(b"png")
+    (source / "notes.txt").write_text("not data")
+    out = tmp_path / "out"
+    out.mkdir()
+    manifest = copy_local_dataset(source, out, ["data.jsonl", "images/*"])
+    copied = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert copied == ["data.jsonl", "images/a/0.png", DATASET_MANIFEST]
+    assert (out / "images" / "a" / "0.png").read_bytes() == b"png"
+    assert list(manifest) == ["local", "allow_patterns", "files"]
+    assert (manifest["local"], manifest["allow_patterns"]) == (
+        str(source),
+        ["data.jsonl", "images/*"],
+    )
+    assert manifest["files"]["images/a/0.png"] == {
+        "size": 3,
+        "sha256": hashlib.sha256(b"png").hexdigest(),
+    }
+    assert json.loads((out / DATASET_MANIFEST).read_text()) == manifest
+    every = copy_local_dataset(source, tmp_path / "all", None)
+    assert sorted(every["files"]) == ["data.jsonl", "images/a/0.png", "notes.txt"]
+
+
+def test_a_local_dataset_that_is_missing_or_matches_nothing_is_named(tmp_path: Path) -> None:
+    with pytest.raises(StageError) as missing:
+        copy_local_dataset(tmp_path / "absent", tmp_path / "out", None)
+    assert str(missing.value) == (
+        f"{tmp_path / 'absent'}: no such folder; this dataset is user-provided (config key "
+        "local): put its files there in the format its config describes"
+    )
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.txt").write_text("a")
+    with pytest.raises(StageError) as nothing:
+        copy_local_dataset(tmp_path / "src", tmp_path / "out", ["*.jsonl"])
+    assert str(nothing.value) == f"{tmp_path / 'src'}: no file matches ['*.jsonl']"
+    assert not (tmp_path / "out").exists()

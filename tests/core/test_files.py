@@ -53,3 +53,13 @@ def test_read_jsonl_names_the_line_that_is_not_utf8(tmp_path: Path) -> None:
     path.write_bytes(b'{"a": 1}\n{"b": "caf\xe9"}\n')  # Latin-1 é
     with pytest.raises(ValueError, match=r"c\.jsonl:2: not valid UTF-8 \(byte 0xe9 at column 11\)"):
         read_jsonl(path)
+
+
+def test_jsonl_keeps_unicode_as_written_and_skips_blank_lines(tmp_path: Path) -> None:
+    """Non-ASCII text is written as UTF-8, not escaped (the records stay readable); a blank
+    line between rows is skipped, not the end of the file."""
+    path = tmp_path / "rows.jsonl"
+    write_jsonl(path, [{"q": "Größe × 2 — 三角形"}, {"q": "b"}])
+    assert path.read_text(encoding="utf-8") == '{"q": "Größe × 2 — 三角形"}\n{"q": "b"}\n'
+    path.write_text('{"a": 1}\n\n   \n{"a": 2}\n', encoding="utf-8")
+    assert read_jsonl(path) == [{"a": 1}, {"a": 2}]
