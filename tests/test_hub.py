@@ -305,3 +305,65 @@ def test_a_local_dataset_that_is_missing_or_matches_nothing_is_named(tmp_path: P
         copy_local_dataset(tmp_path / "src", tmp_path / "out", ["*.jsonl"])
     assert str(nothing.value) == f"{tmp_path / 'src'}: no file matches ['*.jsonl']"
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "offline"),
+    [("1", True), ("on", True), ("Yes", True), ("TRUE", True), ("0", False), ("", False)],
+)
+def test_the_environments_offline_switch_in_any_case(value, offline, monkeypatch) -> None:
+    from huggingface_hub import constants
+
+    from vlrl.hub import _offline
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", value)
+    assert _offline() is offline
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    assert _offline() is False
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as read at import
+    assert _offline() is True
+
+
+def test_the_snapshot_is_asked_for_the_patterns_and_logged(
+    tmp_path: Path, monkeypatch, caplog
+) -> None:
+    """Online, huggingface_hub downloads only what allow_patterns selects (offline it returns
+    the whole cached snapshot, filtered here after)."""
+    import huggingface_hub
+
+    from vlrl.hub import download_snapshot
+
+    snapshot = tmp_path / "snapshots" / COMMIT
+    (snapshot / "data").mkdir(parents=True)
+    (snapshot / "data" / "a.json").write_text("{}")
+    asked = {}
+
+    def snapshot_download(**kwargs):
+        asked.update(kwargs)
+        return str(snapshot)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    with caplog.at_level("INFO", logger="vlrl.hub"):
+        commit, files = download_snapshot(
+            REPO,
+            COMMIT,
+            tmp_path / "out",
+            repo_type="dataset",
+            allow_patterns=["data/*"],
+            cache_dir=tmp_path / "cache",
+        )
+    assert (commit, files) == (COMMIT, ["data/a.json"])
+    assert asked == {
+        "repo_id": REPO,
+        "revision": COMMIT,
+        "repo_type": "dataset",
+        "allow_patterns": ["data/*"],
+        "cache_dir": tmp_path / "cache",
+        "local_files_only": False,
+    }
+    assert caplog.messages == [
+        f"fetching dataset {REPO}@{COMMIT} (cache {tmp_path / 'cache'}, offline=False)"
+    ]
