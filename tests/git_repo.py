@@ -66,7 +66,8 @@ class Repo:
     new: str
 
 
-def _git(path: Path, *args: str) -> str:
+def run_git(path: Path, *args: str) -> str:
+    """``git -C path args`` with :data:`ISOLATED` set; its stdout, stripped."""
     done = subprocess.run(
         ["git", "-C", str(path), *args],
         capture_output=True,
@@ -87,22 +88,22 @@ def make_repo(path: Path) -> Repo:
     """Two commits in a new repository at ``path``: :data:`OLD_FILES`, then :data:`NEW_FILES`
     and the link; its file:// URL and both commits."""
     path.mkdir(parents=True)
-    _git(path, "init", "--quiet", "--initial-branch", "main")
+    run_git(path, "init", "--quiet", "--initial-branch", "main")
     _write(path, OLD_FILES)
-    _git(path, "add", "--all")
-    _git(path, "commit", "--quiet", "--message", "first")
-    old = _git(path, "rev-parse", "HEAD")
+    run_git(path, "add", "--all")
+    run_git(path, "commit", "--quiet", "--message", "first")
+    old = run_git(path, "rev-parse", "HEAD")
     _write(path, NEW_FILES)
     (path / "latest.png").symlink_to("data/images/2.png")
-    _git(path, "add", "--all")
-    _git(path, "commit", "--quiet", "--message", "second")
-    return Repo(path, path.resolve().as_uri(), old, _git(path, "rev-parse", "HEAD"))
+    run_git(path, "add", "--all")
+    run_git(path, "commit", "--quiet", "--message", "second")
+    return Repo(path, path.resolve().as_uri(), old, run_git(path, "rev-parse", "HEAD"))
 
 
 def commit_folder(path: Path) -> tuple[str, str]:
     """The files already under ``path`` as the one commit of a new repository there: its
     file:// URL and the commit (a fixture published as a git repository)."""
-    _git(path, "init", "--quiet", "--initial-branch", "main")
-    _git(path, "add", "--all")
-    _git(path, "commit", "--quiet", "--message", "fixture")
-    return path.resolve().as_uri(), _git(path, "rev-parse", "HEAD")
+    run_git(path, "init", "--quiet", "--initial-branch", "main")
+    run_git(path, "add", "--all")
+    run_git(path, "commit", "--quiet", "--message", "fixture")
+    return path.resolve().as_uri(), run_git(path, "rev-parse", "HEAD")

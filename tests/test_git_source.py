@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from git_repo import NEW_FILES, OLD_FILES, Repo, isolate_git, make_repo
+from git_repo import NEW_FILES, OLD_FILES, Repo, isolate_git, make_repo, run_git
 
 from vlrl import git_source
 from vlrl.core.errors import ConfigError, StageError
@@ -569,10 +569,7 @@ def test_a_commit_only_a_tag_holds_comes_with_the_tags(
     """Protocol v0 refuses the sha of a commit below a tag on no branch; the tags bring it."""
 
     def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", "-C", str(repo.path), *args], capture_output=True, text=True, check=True
-        )
-        return done.stdout.strip()
+        return run_git(repo.path, *args)
 
     git("checkout", "--quiet", "-b", "side")
     (repo.path / "tagged.txt").write_bytes(b"only below the tag\n")
@@ -614,16 +611,21 @@ def _archive_from(monkeypatch: pytest.MonkeyPatch, script: str) -> list[list[str
 WHAT = "cannot get it"
 
 
+def _tar(folder: Path, name: str, data: bytes) -> Path:
+    """``folder/a.tar``: one file, ``name``, holding ``data``."""
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    (folder / "a.tar").write_bytes(archive.getvalue())
+    return folder / "a.tar"
+
+
 def test_extract_runs_git_archive_of_the_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    archive = io.BytesIO()
-    with tarfile.open(fileobj=archive, mode="w") as tar:
-        info = tarfile.TarInfo("a/b.txt")
-        info.size = 3
-        tar.addfile(info, io.BytesIO(b"abc"))
-    (tmp_path / "a.tar").write_bytes(archive.getvalue())
-    asked = _archive_from(monkeypatch, f"cat {tmp_path / 'a.tar'}")
+    asked = _archive_from(monkeypatch, f"cat {_tar(tmp_path, 'a/b.txt', b'abc')}")
 
     written = git_source._extract(tmp_path / "c.git", UNKNOWN, tmp_path / "out", None, WHAT)
 
@@ -640,13 +642,7 @@ def test_an_archive_naming_a_file_outside_it_is_refused(
 ) -> None:
     if outside == "ABSOLUTE":
         outside = str(tmp_path / "evil.txt")  # where a bug would write, in this test's folder
-    archive = io.BytesIO()
-    with tarfile.open(fileobj=archive, mode="w") as tar:
-        info = tarfile.TarInfo(outside)
-        info.size = 4
-        tar.addfile(info, io.BytesIO(b"evil"))
-    (tmp_path / "a.tar").write_bytes(archive.getvalue())
-    _archive_from(monkeypatch, f"cat {tmp_path / 'a.tar'}")
+    _archive_from(monkeypatch, f"cat {_tar(tmp_path, outside, b'evil')}")
     (tmp_path / "out").mkdir()
 
     with pytest.raises(StageError) as info:

@@ -104,25 +104,15 @@ def test_inside_a_dvc_project_no_dvc_yaml_is_written(tmp_path, monkeypatch):
 def test_inside_a_git_and_dvc_project_no_experiment_is_saved(tmp_path, monkeypatch):
     """Under ``dvc repro`` the GRPO stage runs in the project's git + DVC repository: the
     curves must not become a DVC experiment of their own (dvclive's default saves one)."""
-    import subprocess
-
     from dvc.repo import Repo
+    from git_repo import run_git
 
-    def git(*args):
-        return subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-            cwd=tmp_path,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-
-    git("init", "-q")
+    run_git(tmp_path, "init", "-q")
     Repo.init(str(tmp_path)).close()
-    git("add", "-A")
-    git("commit", "-qm", "project")
+    run_git(tmp_path, "add", "-A")
+    run_git(tmp_path, "commit", "-qm", "project")
     monkeypatch.chdir(tmp_path)
     write_curves(tmp_path / "live", SimpleNamespace(to_dict=lambda: {}), [{"reward": 0.1}])
     assert (tmp_path / "live" / "plots" / "metrics" / "reward.tsv").is_file()
-    assert git("for-each-ref", "refs/exps") == ""
-    assert git("log", "--format=%s") == "project\n"
+    assert run_git(tmp_path, "for-each-ref", "refs/exps") == ""
+    assert run_git(tmp_path, "log", "--format=%s") == "project"
