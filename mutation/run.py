@@ -291,7 +291,7 @@ def prepare(group: str, fresh: bool) -> Path:
         f"pytest_add_cli_args_test_selection = {_toml_list(selection)}\n"
         "use_git_change_detection = false\n"
         "[tool.pytest.ini_options]\n"
-        'markers = ["slow", "reproduction", "smoke", "gpu", "network", "model_server"]\n'
+        'markers = ["slow", "reproduction", "smoke", "gpu", "network", "model_server", "spawns"]\n'
         'filterwarnings = ["ignore::DeprecationWarning"]\n'
     )
     return workspace
@@ -306,10 +306,15 @@ def _mutmut(workspace: Path, *args: str, capture: bool = False) -> subprocess.Co
     # pytest_add_cli_args: mutmut would discard every result when those change.
     # Tests that start a real model server take seconds each, per mutant: the fake endpoint's
     # tests (tests/scoring/test_judge_endpoint.py) cover the same paths.
+    # Tests marked spawns run the package in spawned workers: mutmut's trampolines there read its
+    # configuration from the working directory, a test's scratch project, and the worker dies
+    # before it starts, which leaves a multiprocessing pool waiting for ever (and the stats run
+    # ends with exit status 1 and no message, as the generation group's first run did).
     # The thread method: a mutant's test blocked in C code (a lock inherited through mutmut's
     # fork) never runs the signal method's handler, and takes no CPU time either.
     env["PYTEST_ADDOPTS"] = (
-        f"--timeout {PER_TEST_TIMEOUT_S} --timeout-method thread -k 'not model_server'"
+        f"--timeout {PER_TEST_TIMEOUT_S} --timeout-method thread "
+        "-k 'not model_server and not spawns'"
     )
     # mutmut forks each mutant's run from a process that ran every test once: a thread pool
     # started there (torch's OpenMP one, by the tiny model's tests) is gone in the child, which

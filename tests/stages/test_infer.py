@@ -38,6 +38,7 @@ def predict(*overrides: str) -> list[dict]:
     return list(read_jsonl(paths.predictions_file("tiny_shapes", "base", BENCH)))
 
 
+@pytest.mark.spawns
 def test_workers_give_the_responses_of_one_process(ready: Path) -> None:
     # Sampled, so that a batch generated with another seed or beside other items would show.
     sampled = ["infer.temperature=1.0", "infer.batch_size=3"]
@@ -69,6 +70,7 @@ def test_shards_are_whole_batches(n, size, workers, expected) -> None:
     assert all(a % size == 0 for a, _ in shards)
 
 
+@pytest.mark.spawns
 def test_killed_run_stops_its_workers_and_resumes(ready: Path, caplog) -> None:
     settings = [
         "infer.batch_size=1",
@@ -102,14 +104,15 @@ def test_killed_run_stops_its_workers_and_resumes(ready: Path, caplog) -> None:
 
 
 def test_saved_batches_of_other_settings_are_not_reused(ready: Path, caplog) -> None:
-    partial_run = predict("infer.batch_size=4")
+    # One process: what is tested is the saved batches' fingerprint, not the workers.
+    partial_run = predict("infer.batch_size=4", "infer.workers=1")
     out = paths.predictions_file("tiny_shapes", "base", BENCH)
     partial = out.with_name(out.name + infer.PARTIAL)
     partial.mkdir()
     (partial / "fingerprint").write_text("another run")
     (partial / f"batch-{0:08d}.json").write_text('["stale", "stale", "stale", "stale"]')
     with caplog.at_level(logging.INFO, logger="vlrl.stages.infer"):
-        again = predict("infer.batch_size=4")
+        again = predict("infer.batch_size=4", "infer.workers=1")
     assert "is from another run (model or settings changed): discarded" in caplog.text
     assert again == partial_run
 
