@@ -21,7 +21,7 @@ from git_repo import NEW_FILES, OLD_FILES, Repo, isolate_git, make_repo, run_git
 from vlrl import git_source
 from vlrl.core.errors import ConfigError, StageError
 from vlrl.core.files import DATASET_MANIFEST
-from vlrl.git_source import cache_name, cache_root, download_git_dataset, offline, resolve
+from vlrl.git_source import cache_name, cache_root, download_git_dataset, resolve
 
 UNKNOWN = "0123456789abcdef0123456789abcdef01234567"
 
@@ -302,34 +302,6 @@ def test_cache_name(url: str, name: str) -> None:
 )
 def test_resolve_takes_only_relative_paths_from_the_project(url: str, expected: str) -> None:
     assert resolve(url, Path("/p")) == expected
-
-
-@pytest.mark.parametrize(
-    ("env", "hub_constant", "expected"),
-    [
-        ({}, False, False),
-        ({"VLRL_OFFLINE": "1"}, False, True),
-        ({"VLRL_OFFLINE": "yes"}, False, False),
-        ({}, True, True),
-        ({"HF_HUB_OFFLINE": "1"}, False, True),
-        ({"HF_HUB_OFFLINE": "on"}, False, True),
-        ({"HF_HUB_OFFLINE": "ON"}, False, True),
-        ({"HF_HUB_OFFLINE": "Yes"}, False, True),
-        ({"HF_HUB_OFFLINE": "true"}, False, True),
-        ({"HF_HUB_OFFLINE": "TRUE"}, False, True),
-        ({"HF_HUB_OFFLINE": "0"}, False, False),
-        ({"HF_HUB_OFFLINE": "off"}, False, False),
-    ],
-)
-def test_offline_switches(
-    online: None, monkeypatch: pytest.MonkeyPatch, env: dict, hub_constant: bool, expected: bool
-) -> None:
-    from huggingface_hub import constants
-
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", hub_constant)
-    assert offline() is expected
 
 
 @pytest.mark.parametrize(

@@ -307,24 +307,6 @@ def test_a_local_dataset_that_is_missing_or_matches_nothing_is_named(tmp_path: P
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize(
-    ("value", "offline"),
-    [("1", True), ("on", True), ("Yes", True), ("TRUE", True), ("0", False), ("", False)],
-)
-def test_the_environments_offline_switch_in_any_case(value, offline, monkeypatch) -> None:
-    from huggingface_hub import constants
-
-    from vlrl.hub import _offline
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", value)
-    assert _offline() is offline
-    monkeypatch.delenv("HF_HUB_OFFLINE")
-    assert _offline() is False
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as read at import
-    assert _offline() is True
-
-
 def test_the_snapshot_is_asked_for_the_patterns_and_logged(
     tmp_path: Path, monkeypatch, caplog
 ) -> None:

@@ -8,10 +8,11 @@ commit into a resource directory, with the checksum manifest a hub download writ
 It runs the ``git`` command. Each URL has a bare cache repository under :func:`cache_root`
 (``$VLRL_GIT_CACHE``, else ``$XDG_CACHE_HOME/vlrl/git``, else ``~/.cache/vlrl/git``), in a folder
 named from the URL (:func:`cache_name`). A commit already there is used without the network.
-Offline (:func:`offline`: ``HF_HUB_OFFLINE`` as :mod:`vlrl.hub` reads it, or ``VLRL_OFFLINE=1``)
-a missing one fails at once, naming the commands that seed the cache; online it is fetched alone
-(``git fetch --depth 1 <url> <sha>``), or with every branch and tag where the server refuses a
-fetch by sha. A ref, ``refs/vlrl/<sha>``, keeps each commit from git's garbage collection.
+Offline (:func:`vlrl.core.network.offline`: ``HF_HUB_OFFLINE`` as huggingface_hub reads it, or
+``VLRL_OFFLINE=1``) a missing one fails at once, naming the commands that seed the cache; online
+it is fetched alone (``git fetch --depth 1 <url> <sha>``), or with every branch and tag where the
+server refuses a fetch by sha. A ref, ``refs/vlrl/<sha>``, keeps each commit from git's garbage
+collection.
 
 The files are those of ``git archive`` (read through :mod:`tarfile`, no shell): regular files
 only, not links, as the commit's tree holds them, except where the repository's own
@@ -38,6 +39,7 @@ from pathlib import Path, PurePosixPath
 
 from vlrl.core.errors import ConfigError, StageError
 from vlrl.core.files import write_dataset_manifest
+from vlrl.core.network import offline
 
 log = logging.getLogger(__name__)
 
@@ -84,18 +86,6 @@ def resolve(url: str, base: Path) -> str:
     if "://" in url or re.match(r"[^/]*:", url) or Path(url).is_absolute():
         return url
     return str(Path(base) / url)
-
-
-def offline() -> bool:
-    """Whether the network is off limits: ``VLRL_OFFLINE=1``, or ``HF_HUB_OFFLINE`` as
-    :mod:`vlrl.hub` reads it (huggingface_hub's value at import, or the environment's now)."""
-    from huggingface_hub import constants
-
-    return (
-        os.environ.get("VLRL_OFFLINE") == "1"
-        or bool(constants.HF_HUB_OFFLINE)
-        or os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
-    )
 
 
 def seed_commands(url: str, revision: str, cache: Path) -> str:

@@ -19,9 +19,7 @@ May import: :mod:`vlrl.core`.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
 import shlex
 import shutil
@@ -29,7 +27,8 @@ from pathlib import Path
 from typing import Literal
 
 from vlrl.core.errors import ConfigError, StageError
-from vlrl.core.files import write_dataset_manifest
+from vlrl.core.files import write_dataset_manifest, write_json
+from vlrl.core.network import hf_hub_offline
 
 log = logging.getLogger(__name__)
 
@@ -66,18 +65,6 @@ def check_revision(revision: str) -> str:
         f"revision {revision!r} {reason}; pin a full 40-character commit sha "
         "(or a version tag such as v1.0)"
     )
-
-
-def _offline() -> bool:
-    """``HF_HUB_OFFLINE`` as huggingface_hub read it at import, or as the environment says now."""
-    from huggingface_hub import constants
-
-    return constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in {
-        "1",
-        "ON",
-        "YES",
-        "TRUE",
-    }
 
 
 def fetch_command(
@@ -125,7 +112,7 @@ def download_snapshot(
     from huggingface_hub.utils import filter_repo_objects
 
     check_revision(revision)
-    offline = _offline()
+    offline = hf_hub_offline()
     cache = Path(cache_dir) if cache_dir is not None else Path(constants.HF_HUB_CACHE)
     what = f"cannot get {repo_type} {repo_id!r} at revision {revision!r}"
     log.info(
@@ -193,7 +180,7 @@ def download_model(
         "commit": commit,
         "files": files,
     }
-    (Path(out_dir) / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_json(Path(out_dir) / MANIFEST, manifest)
     log.info("%s@%s (commit %s): %d files in %s", repo_id, revision, commit, len(files), out_dir)
     return Path(out_dir)
 
