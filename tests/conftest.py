@@ -69,6 +69,21 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.fixture()
+def ascii_locale():
+    """The C locale for this test: a text file read or written without ``encoding="utf-8"``
+    then uses ASCII, so a non-ASCII field fails where the code left the encoding to the locale
+    (as it would on a machine whose locale is not UTF-8)."""
+    import locale
+
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+
+
 @pytest.fixture(scope="session")
 def shapes_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small generated shapes dataset (train 40 / val 5 / test 20) in canonical form."""
