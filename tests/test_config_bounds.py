@@ -120,6 +120,7 @@ BOUNDS: list[tuple[str, str, str, int | float]] = [
     ("ScoreConfig", "confidence", "lt", 1.0),
     ("ScoreConfig", "bootstrap_resamples", "gt", 0),
     ("ReportConfig.Published", "rows", "min_length", 1),
+    ("ReportConfig.Combined", "benchmarks", "min_length", 2),
     ("ReportConfig.Gallery", "n", "ge", 0),
     ("ReportConfig.Gallery", "reasoning_chars", "gt", 0),
     ("ReportConfig.Gallery", "thumbnail_px", "ge", 32),
@@ -360,6 +361,7 @@ BASES: dict[str, dict[str, Any]] = {
     "OpenAIGenerationConfig": ENDPOINT,
     "TrustGRPOSettings": {"reward_model": ENDPOINT},
     "ReportConfig.Published": {"reference": "r", "rows": {"base": "row"}},
+    "ReportConfig.Combined": {"benchmarks": ["a", "b"]},
     "ReportedCompute": {"hardware": "1x A100", "source": "paper"},
     "ExperimentConfig": {"base_model": "tiny-qwen2.5-vl", "benchmarks": ["shapes_test"]},
 }
@@ -404,6 +406,7 @@ SIZED: dict[tuple[str, str], Any] = {
     ("GRPOConfig", "rewards"): {"common.format": 0.5, "common.accuracy": 1.0, "x.y": 1.0},
     ("GRPOConfig", "tasks"): ["color", "count", "grounding"],
     ("ReportConfig.Published", "rows"): {"base": "a", "sft": "b", "grpo": "c"},
+    ("ReportConfig.Combined", "benchmarks"): ["a", "b", "c"],
     ("ExperimentConfig", "benchmarks"): ["shapes_test", "b", "c"],
 }
 """Valid items of each length-bounded value: a probe of length n takes the first n."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from vlrl.reporting.combined import pooled_row
 from vlrl.reporting.published import Column
-from vlrl.reporting.versus import _reproduced, _stored, pooled_row
+from vlrl.reporting.versus import _reproduced, _stored
 from vlrl.scoring.stats import proportion_ci
 
 

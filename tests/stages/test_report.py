@@ -415,6 +415,75 @@ def test_published_numbers_stand_beside_reproduced_ones(project):
     assert "Published vs reproduced" in (out / "index.html").read_text()
 
 
+POOLED_REFERENCE = """\
+paper: {title: A Paper, url: "https://arxiv.org/abs/2501.00001"}
+protocol: {toolkit: own script, prompt: p, judge: none, scoring: vlrl}
+columns:
+  Both: {benchmark: null, pooled: [other, shapes_test], scale: percent}
+rows:
+  - {id: rl_row, model: RL-7B, source: {table: Table 2, row: RL-7B}, values: {Both: 40.7}}
+"""
+
+
+def test_a_combined_number_is_the_accuracy_over_its_benchmarks_items(project):
+    """report.combined: the pooled accuracy of its benchmarks (their accuracies weighted by
+    their items), beside them in results.csv, metrics.json, the summary and a section of its
+    own, and the published number pooled from the same benchmarks set beside it."""
+    (project / "config/reference").mkdir(exist_ok=True)
+    (project / "config/reference/a_paper.yaml").write_text(POOLED_REFERENCE)
+    cfg = load_experiment(
+        EXP,
+        [
+            "benchmarks=[shapes_test, other]",
+            "report.gallery.n=0",
+            "report.combined={both: {benchmarks: [shapes_test, other]}}",
+            "report.published=[{reference: a_paper, rows: {grpo: rl_row}}]",
+        ],
+    )
+    resolve.ensure("base_model", cfg.base_model)
+    for checkpoint in cfg.checkpoints:  # other: fewer items, other answers
+        write_predictions(checkpoint, "shapes_test")
+        write_predictions(checkpoint, "other", n=45, seed=7)
+        for bench in ("shapes_test", "other"):
+            score.run(EXP, cfg, checkpoint, bench)
+    run_report(cfg)
+    out = paths.report_dir(EXP)
+    results = pd.read_csv(out / "results.csv")
+    both = results[results.benchmark == "both"].set_index("checkpoint")
+    assert list(both.index) == ["base", "sft", "grpo"]
+    assert set(both.combines) == {"shapes_test+other"}
+    metrics = json.loads(paths.metrics_file(EXP).read_text())
+    for checkpoint in cfg.checkpoints:
+        correct = [i["correct"] for b in ("shapes_test", "other") for i in items_of(checkpoint, b)]
+        parts = [results[(results.benchmark == b) & (results.checkpoint == checkpoint)].iloc[0]
+                 for b in ("shapes_test", "other")]  # fmt: skip
+        plain = (parts[0].accuracy + parts[1].accuracy) / 2
+        low, high = scipy_wilson(sum(correct), len(correct), cfg.score.confidence)
+        row = both.loc[checkpoint]
+        assert row["n"] == len(correct) == 135
+        assert row["accuracy"] == pytest.approx(np.mean(correct))
+        assert abs(row["accuracy"] - plain) > 1e-6, "weighted by the items, not averaged"
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+        assert metrics["both"][checkpoint] == {
+            "accuracy": row["accuracy"], "ci_low": row["ci_low"], "ci_high": row["ci_high"]
+        }  # fmt: skip
+    published = pd.read_csv(out / "published.csv")
+    (matched,) = published.itertuples()
+    assert (matched.benchmark, matched.checkpoint, matched.evaluated) == ("both", "grpo", True)
+    assert matched.reproduced == pytest.approx(both.loc["grpo", "accuracy"])
+    md = (out / "results.md").read_text()
+    summary = md.split("## Summary")[1].split("## shapes_test")[0]
+    assert "| shapes_test accuracy | other accuracy | both accuracy |" in summary
+    grpo = 100 * both.loc["grpo", "accuracy"]
+    assert f"| SFT+GRPO (reproduced) | {100 * parts[0].accuracy:.1f} | " in summary
+    assert f"{100 * parts[1].accuracy:.1f} | {grpo:.1f} |" in summary
+    assert "| RL-7B (a_paper, Table 2) | – | – | 40.7 |" in summary
+    section = md.split("## both (combined)")[1].split("## Published vs reproduced")[0]
+    assert "shapes_test, other as one number (report.combined)" in section
+    assert f"| SFT+GRPO | {grpo:.1f} [" in section and "(n=45)" in section
+    assert "<h3>both (combined)</h3>" in (out / "index.html").read_text()
+
+
 def test_gallery_is_seeded_and_the_same_for_every_checkpoint(project):
     write_images()
     cfg = scored(["report.gallery.n=4"])

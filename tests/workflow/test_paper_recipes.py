@@ -76,6 +76,7 @@ SCALE = {
     "benchmarks": "the smoke's own test split",
     "score.protocol": "checked apart: the recipe's, for the benchmarks the smoke evaluates",
     "score.judge": "no judge server in CI",
+    "report.combined": "checked apart: the recipe's, of the benchmarks the smoke evaluates",
 }
 """Keys a smoke variant may change, and why."""
 
@@ -126,6 +127,9 @@ def test_the_smoke_variant_changes_only_scale(recipe: str) -> None:
     assert differ == [], {key: (ours.get(key), theirs.get(key)) for key in differ}
     kept = {b: p for b, p in full.score.protocol.items() if b in smoke.benchmarks}
     assert smoke.score.protocol == kept
+    evaluated = set(smoke.benchmarks)
+    combined = {n: c for n, c in full.report.combined.items() if set(c.benchmarks) <= evaluated}
+    assert smoke.report.combined == combined
     assert smoke.base_model == "tiny-qwen2.5-vl" and smoke.resources.grpo.gpus == 0
     # a recipe that stops early keeps doing so at smoke scale (the stop runs in CI)
     assert (full.sft.max_steps is None) == (smoke.sft.max_steps is None)

@@ -134,8 +134,8 @@ class ScoreConfig(Section):
 
 
 class ReportConfig(Section):
-    """The report stage: its title, the published numbers it sets beside the reproduced ones,
-    and the sample gallery of its HTML page."""
+    """The report stage: its title, benchmarks it also shows as one number, the published
+    numbers it sets beside the reproduced ones, and the sample gallery of its HTML page."""
 
     class Published(Section):
         """Rows of a published table (``config/reference/<reference>.yaml``) linked to the
@@ -160,7 +160,31 @@ class ReportConfig(Section):
         )
         thumbnail_px: int = Field(256, ge=32, le=1024, description="Longest side of an image.")
 
+    class Combined(Section):
+        """Benchmarks the report also shows as one number, as a paper prints them: their
+        accuracy over all their items, i.e. the mean of their accuracies weighted by their
+        scored items (Vision-SR1's ``weighted_mmmu_pro``). Shown beside its parts, in
+        ``metrics.json``, and matched to a published column ``pooled`` from the same
+        benchmarks. Each benchmark must be one of the experiment's."""
+
+        benchmarks: Annotated[list[str], UniqueList] = Field(
+            min_length=2, description="The experiment's benchmarks it combines."
+        )
+        weights: Literal["items"] = Field(
+            "items",
+            description="items: each benchmark's accuracy weighted by its scored items (the "
+            "correct items over all items); the one rule so far.",
+        )
+
     title: str | None = None
+    combined: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")], Combined] = (
+        Field(
+            default_factory=dict,
+            description="Name → benchmarks the report also shows as one number (their "
+            "item-weighted accuracy), e.g. {mmmu_pro: {benchmarks: [mmmu_pro_standard4, "
+            "mmmu_pro_standard10, mmmu_pro_vision]}}.",
+        )
+    )
     published: list[Published] = Field(
         default_factory=list,
         description="Published rows set beside this experiment's checkpoints in the report.",

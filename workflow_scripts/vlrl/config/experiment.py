@@ -64,8 +64,9 @@ class ExperimentConfig(Section):
     extends: str | None = Field(
         None,
         description="The experiment this one is a diff of (config/experiments/<name>.yaml): its "
-        "keys are this file's defaults, mappings merged key by key (grpo.rewards and "
-        "score.protocol replaced whole), lists and values replaced.",
+        "keys are this file's defaults, mappings merged key by key (grpo.rewards, "
+        "score.protocol, report.combined and resources replaced whole), lists and values "
+        "replaced.",
     )
     unknown: dict[str, str] = Field(
         default_factory=dict,
@@ -152,6 +153,27 @@ class ExperimentConfig(Section):
         if problems:
             raise KeyProblems(*problems)
         return grpo
+
+    @field_validator("report")
+    @classmethod
+    def _combined_are_evaluated(cls, report: ReportConfig, info: ValidationInfo) -> ReportConfig:
+        """A combined number is of benchmarks the experiment evaluates, under a name that is
+        not one of them (its rows sit beside theirs)."""
+        benchmarks = info.data.get("benchmarks")
+        if benchmarks is None:  # invalid itself, and reported so
+            return report
+        problems = []
+        for name, combined in report.combined.items():
+            if name in benchmarks:
+                why = "is one of the experiment's benchmarks; name the combined number otherwise"
+                problems.append((f"combined.{name}", why))
+            for i, bench in enumerate(combined.benchmarks):
+                if bench not in benchmarks:
+                    why = f"{bench!r} is not one of the experiment's benchmarks {benchmarks}"
+                    problems.append((f"combined.{name}.benchmarks.{i}", why))
+        if problems:
+            raise KeyProblems(*problems)
+        return report
 
     @field_validator("resources")
     @classmethod

@@ -42,9 +42,10 @@ def load_named(
 
 
 #: Mappings an ``extends:`` child replaces whole instead of merging key by key: a recipe's reward
-#: set, protocol choice or hardware is one decision (an ablation that drops a reward must drop it;
+#: set, protocol choice, combined numbers or hardware is one decision (an ablation that drops a
+#: reward must drop it; a variant on other benchmarks drops the combined numbers of the parent's;
 #: a CPU variant drops the GPU resources).
-REPLACED_WHOLE = frozenset({"grpo.rewards", "score.protocol", "resources"})
+REPLACED_WHOLE = frozenset({"grpo.rewards", "score.protocol", "report.combined", "resources"})
 
 
 #: How much of a key's comment ``vlrl show`` keeps (a file's opening comment can be long).

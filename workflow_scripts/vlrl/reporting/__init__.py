@@ -2,6 +2,8 @@
 
 - :mod:`~vlrl.reporting.frames`: the numbers, as rows and data frames: results, paired
   comparisons, ``metrics.json``;
+- :mod:`~vlrl.reporting.combined`: benchmarks shown as one number (``report.combined``), their
+  accuracy over all their items;
 - :mod:`~vlrl.reporting.published`: published tables (``config/reference/*.yaml``), validated,
   and set beside the reproduced numbers;
 - :mod:`~vlrl.reporting.tables`: the frames as the tables a person reads, every number

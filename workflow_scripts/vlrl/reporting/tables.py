@@ -283,7 +283,9 @@ def not_evaluated_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def _scale(evaluations: list[Evaluation], bench: str, metric: str) -> Scale:
-    ev = next(e for e in evaluations if e.bench == bench)
+    ev = next((e for e in evaluations if e.bench == bench), None)
+    if ev is None:  # a combined number (report.combined): an accuracy
+        return "percent"
     raw = any(ev.scale(m) == "raw" for m in metric.split("+"))
     return "raw" if raw else "percent"
 
@@ -295,10 +297,12 @@ def summary_table(
     columns: list[tuple[str, str]],
 ) -> pd.DataFrame:
     """The paper's layout: one row per model (our checkpoints, then the linked published
-    rows), one column per benchmark metric (each benchmark's headline first), then the judge
-    and the scoring protocol (ours per benchmark; the paper's, or unknown). A published number
-    the reference marks not comparable is shown as ``(not comparable)``."""
+    rows), one column per benchmark metric (each benchmark's headline first; a combined
+    number's accuracy, its rows among ``results``), then the judge and the scoring protocol
+    (ours per benchmark; the paper's, or unknown). A published number the reference marks not
+    comparable is shown as ``(not comparable)``."""
     heads = {c: f"{c[0]} {c[1]}" for c in columns}
+    benches = {ev.bench for ev in evaluations}
     table = []
     for checkpoint in dict.fromkeys(r["checkpoint"] for r in results):
         mine = {r["benchmark"]: r for r in results if r["checkpoint"] == checkpoint}
@@ -311,7 +315,9 @@ def summary_table(
             cells[heads[(bench, metric)]] = fmt.value(
                 total, _scale(evaluations, bench, metric)
             ) + _left_out(row, metric)
-        judges = [f"{r['judge']} on {b}" for b, r in mine.items() if r.get("judge")]
+        judges = [
+            f"{r['judge']} on {b}" for b, r in mine.items() if r.get("judge") and b in benches
+        ]
         cells["judge"] = "; ".join(judges) or "none (rules)"
         cells["scoring protocol"] = _protocols_of(evaluations, checkpoint)
         table.append(cells)

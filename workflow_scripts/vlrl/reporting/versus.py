@@ -8,7 +8,9 @@ published value lies inside the reproduced interval, with where the number comes
 paper, table, row, and the protocol it was measured with. A published column whose benchmark
 vlrl does not evaluate (no benchmark, or not one of this experiment's) is kept, marked as not
 evaluated here. A column ``pooled`` from several benchmarks (Vision-SR1's MMMU-Pro: three
-settings, weighted by their item counts) is their accuracy over all their items.
+settings, weighted by their item counts) is their accuracy over all their items: the row of the
+experiment's combined number of the same benchmarks (``report.combined``,
+:mod:`vlrl.reporting.combined`) when it declares one, under its name.
 
 Two marks keep a difference from passing for a plain comparison: ``same_protocol`` is False when
 the published number's vlrl scoring protocol (the reference's ``scoring``) is unknown or is not
@@ -19,8 +21,10 @@ gets no difference and no interval test.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vlrl.reporting.combined import parts, pooled_row
 from vlrl.reporting.frames import Evaluation, metric_of
 from vlrl.reporting.labels import label
 from vlrl.reporting.published import Column, Reference, load_reference
@@ -54,25 +58,6 @@ def _stored(published: float, column: Column) -> float:
     return published / 100 if column.scale == "percent" else published
 
 
-def pooled_row(rows: list[dict[str, Any] | None], confidence: float) -> dict[str, Any] | None:
-    """The accuracy of several benchmarks' results rows with their items pooled (the mean of
-    their accuracies weighted by their item counts), its Wilson interval at ``confidence``;
-    None when one of them is missing.
-
-    >>> row = pooled_row([{"n": 100, "accuracy": 0.5}, {"n": 300, "accuracy": 0.1}], 0.95)
-    >>> row["n"], row["accuracy"]
-    (400, 0.2)
-    """
-    from vlrl.scoring.stats import proportion_ci
-
-    if not rows or any(r is None for r in rows):
-        return None
-    n = sum(r["n"] for r in rows)
-    correct = sum(round(r["accuracy"] * r["n"]) for r in rows)  # counts of 0/1 verdicts
-    low, high = proportion_ci(correct, n, confidence)
-    return {"n": n, "accuracy": correct / n, "ci_low": low, "ci_high": high}
-
-
 def _reproduced(row: dict[str, Any] | None, column: Column) -> tuple[Any, Any, Any]:
     """Our value of the column's metric, with its interval (none for a sum of metrics)."""
     if row is None:
@@ -92,8 +77,9 @@ def versus_rows(
 ) -> list[dict[str, Any]]:
     """One row per linked published number (see the module docstring), by benchmark in the
     experiment's order (then as linked), those not evaluated here last. A pooled column's
-    benchmark is its benchmarks joined by ``+`` and its number their pooled accuracy
-    (:func:`pooled_row`, interval at ``confidence``)."""
+    number is their pooled accuracy (:func:`~vlrl.reporting.combined.pooled_row`, interval at
+    ``confidence``): the combined row of ``results`` of the same benchmarks, under its name,
+    when there is one; else computed here, its benchmark their names joined by ``+``."""
     ours = {(r["benchmark"], r["checkpoint"]): r for r in results}
     scored_by = {
         (ev.bench, checkpoint): scores.protocol
@@ -115,11 +101,15 @@ def versus_rows(
             if not evaluated:
                 row = None
             elif column.pooled:
-                row = pooled_row([ours.get((b, checkpoint)) for b in members], confidence)
+                row = _combined(results, members, checkpoint) or pooled_row(
+                    [ours.get((b, checkpoint)) for b in members], confidence
+                )
             else:
                 row = ours.get((column.benchmark, checkpoint))
             value, low, high = _reproduced(row, column)
-            bench = "+".join(members) if column.pooled else column.benchmark
+            bench = column.benchmark
+            if column.pooled:
+                bench = row["benchmark"] if row and parts(row) else "+".join(members)
             stored = _stored(published, column)
             # Another subset or split: ours is shown, but no difference is meaningful.
             reason = published_row.not_comparable.get(column_label)
@@ -164,19 +154,46 @@ def versus_rows(
                     "not_comparable": reason,
                 }
             )
-    position = {ev.bench: i for i, ev in enumerate(evaluations)}
+    position: dict[str, float] = {ev.bench: i for i, ev in enumerate(evaluations)}
+    for r in results:  # a combined number after its last benchmark
+        if parts(r) and all(b in position for b in parts(r)):
+            position[r["benchmark"]] = max(position[b] for b in parts(r)) + 0.5
     return sorted(rows, key=lambda r: position.get(r["benchmark"], len(position)))
 
 
+def _combined(
+    results: list[dict[str, Any]], members: list[str], checkpoint: str
+) -> dict[str, Any] | None:
+    """The checkpoint's combined row (:mod:`vlrl.reporting.combined`) of the benchmarks
+    ``members``, in any order; None when the experiment combines them in none."""
+    return next(
+        (
+            r
+            for r in results
+            if r["checkpoint"] == checkpoint and parts(r) and set(parts(r)) == set(members)
+        ),
+        None,
+    )
+
+
 def summary_columns(
-    evaluations: list[Evaluation], versus: list[dict[str, Any]]
+    evaluations: list[Evaluation],
+    versus: list[dict[str, Any]],
+    combined: Mapping[str, Sequence[str]] | None = None,
 ) -> list[tuple[str, str]]:
     """The paper-layout table's ``(benchmark, metric)`` columns: each benchmark's headline
-    metric, then the other metrics its linked published numbers are on (MME's sum)."""
+    metric, then the other metrics its linked published numbers are on (MME's sum); each
+    combined number (name → its benchmarks, ``report.combined``) as ``(name, "accuracy")``
+    after the last of its benchmarks."""
     columns = []
+    seen: set[str] = set()
     for ev in evaluations:
         columns.append((ev.bench, ev.config.headline))
         for row in versus:
             if row["benchmark"] == ev.bench and row["evaluated"]:
                 columns.append((ev.bench, row["metric"]))
+        seen.add(ev.bench)
+        for name, benchmarks in (combined or {}).items():
+            if ev.bench in benchmarks and seen.issuperset(benchmarks):
+                columns.append((name, "accuracy"))
     return list(dict.fromkeys(columns))

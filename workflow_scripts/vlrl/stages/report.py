@@ -18,8 +18,10 @@ from the Jinja templates of :mod:`vlrl.reporting.render` and the data frames of
   then ``reward_curve.png``), then the paper's layout (one row per model, each benchmark's
   headline metric), then per benchmark one row per checkpoint: the headline metric first,
   accuracy and the benchmark's other metrics with their intervals, n scored, unscored, each task,
-  and which judge scored it; published numbers beside the reproduced ones; how each file was
-  scored; the provenance;
+  and which judge scored it; then each combined number (``report.combined``,
+  :mod:`vlrl.reporting.combined`: benchmarks as one accuracy over all their items, also a column
+  of the paper's layout and a row of ``results.csv``, its ``combines`` naming its benchmarks);
+  published numbers beside the reproduced ones; how each file was scored; the provenance;
 - ``comparisons.md`` / ``comparisons.csv``: paired differences on the items both checkpoints
   scored, between consecutive checkpoints (SFT − base, SFT+GRPO − SFT) and, with three,
   last − first: mean difference, percentile-bootstrap interval, McNemar's exact p and the
@@ -39,7 +41,8 @@ from the Jinja templates of :mod:`vlrl.reporting.render` and the data frames of
   benchmark's items and every checkpoint's answer;
 
 and ``results/<exp>/metrics.json`` for ``dvc exp show``:
-``{bench: {checkpoint: {"accuracy", "ci_low", "ci_high", <task>: accuracy, <metric>: value}}}``.
+``{bench: {checkpoint: {"accuracy", "ci_low", "ci_high", <task>: accuracy, <metric>: value}}}``,
+a combined number under its name.
 
 Every number is recomputed from the scores files' items (so the report cannot disagree with
 them), with ``score.confidence``, ``score.bootstrap_resamples`` and the experiment's seed.
@@ -60,6 +63,7 @@ from vlrl.core.files import atomic_dir, write_json
 from vlrl.reporting import (
     blanked,
     blind,
+    combined,
     curves,
     experiments,
     frames,
@@ -82,7 +86,9 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
     ``vlrl report`` command passes what :func:`vlrl.workflow.stage_deps.code_files` derives."""
     sft = cfg.sft.enabled
     evaluations = frames.load(exp, list(cfg.benchmarks), list(cfg.checkpoints))
+    combines = {name: c.benchmarks for name, c in cfg.report.combined.items()}
     results = frames.results_rows(evaluations, cfg.score.confidence, sft)
+    results += combined.combined_rows(results, combines, cfg.score.confidence)
     comparisons = frames.comparison_rows(exp, evaluations, cfg.score, cfg.seed, sft)
     published = versus.versus_rows(
         list(cfg.report.published), results, evaluations, sft, cfg.score.confidence
@@ -115,7 +121,10 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         "seed": cfg.seed,
         "resamples": cfg.score.bootstrap_resamples,
         "summary": tables.summary_table(
-            results, published, evaluations, versus.summary_columns(evaluations, published)
+            results,
+            published,
+            evaluations,
+            versus.summary_columns(evaluations, published, combines),
         ),
         "benchmarks": [
             {
@@ -124,6 +133,10 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
                 "table": tables.results_table(results, ev),
             }
             for ev in evaluations
+        ],
+        "combined": [
+            {"name": name, "parts": names, "table": combined.combined_table(results, name)}
+            for name, names in combines.items()
         ],
         "comparisons": tables.comparisons_table(comparisons, cfg.score.confidence),
         "blind_lines": blind.blind_lines(prior, cfg.score.confidence),
@@ -141,7 +154,9 @@ def run(exp: str, cfg: ExperimentConfig, code_files: list[str], code_root: Path)
         "prov": provenance.collect(
             exp, cfg, declared_reads("report"), evaluations, code_files, code_root
         ),
-        "accuracy_png": plots.accuracy_png(results, cfg.score.confidence),
+        "accuracy_png": plots.accuracy_png(
+            [r for r in results if not combined.parts(r)], cfg.score.confidence
+        ),
         "curves_png": curves.plot_curves(trained) if trained else None,
         "curves_dir": curves.curves_dir(exp).as_posix(),
         "curve_names": list(trained),
