@@ -58,6 +58,8 @@ def test_equivalent_mutants_name_real_functions_and_say_why(run) -> None:
     for name, why in run.equivalent().items():
         module = run.module_of(name)
         path = ROOT / "workflow_scripts" / (module.replace(".", "/") + ".py")
+        if not path.is_file():  # a package's mutants are those of its __init__.py
+            path = path.with_suffix("") / "__init__.py"
         assert path.is_file(), f"{name}: no module {path}"
         function = name[len(module) + 1 :].partition("__mutmut_")[0]
         function = function.removeprefix("x_").split("ǁ")[-1]

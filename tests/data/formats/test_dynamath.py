@@ -150,3 +150,55 @@ def test_bad_rows_name_file_row_and_field(
 )  # fmt: skip
 def test_parse_options(question: str, options: list[str]) -> None:
     assert parse_options(question) == options
+
+
+# Single rows and the option parser, checked in process (the mutation tests of issue 40).
+
+
+def test_option_lines_start_again_at_a_later_a_line() -> None:
+    question = "Facts:\nA. 1\nB. 2\nWhich group?\nA. Group 1\nB. Group 2\nC. Group 3"
+    assert parse_options(question) == ["Group 1", "Group 2", "Group 3"]
+
+
+def test_the_question_is_kept_as_written_padding_included(tmp_path: Path) -> None:
+    from vlrl.data.formats import ImageStore, Row
+    from vlrl.data.formats.dynamath import convert_row
+
+    question = "  Is it greater? Choices: (A) yes (B) no\n"
+    fields = {**dynamath_rows(1)[1], "question": question}
+    rec = convert_row(Row("data/sample_variant1-0.parquet", 1, fields), 1, ImageStore(tmp_path))
+    assert (rec.id, rec.problem, rec.answer, rec.options) == ("5-v1", question, "B", ["yes", "no"])
+
+
+def test_a_multiple_choice_question_without_options_is_the_whole_row_message(
+    tmp_path: Path,
+) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.dynamath import convert_row
+
+    fields = {**dynamath_rows(1)[1], "question": "Is it greater?"}
+    with pytest.raises(RowError) as info:
+        convert_row(Row("data/sample_variant1-0.parquet", 1, fields), 1, ImageStore(tmp_path))
+    assert str(info.value) == (
+        "data/sample_variant1-0.parquet row 1: field 'question' of a multiple-choice row lists "
+        "no options"
+    )
+
+
+def test_a_variant_missing_many_seeds_names_the_first_five(tmp_path: Path) -> None:
+    from vlrl.data.formats import ImageStore
+    from vlrl.data.formats.dynamath import convert
+
+    text_row = dynamath_rows(1)[3]
+    write_rows(
+        tmp_path,
+        [{**text_row, "id": str(seed)} for seed in range(20, 27)],
+        "data/sample_variant1-0.parquet",
+    )
+    write_rows(tmp_path, [{**text_row, "id": "20"}], "data/sample_variant2-0.parquet")
+    with pytest.raises(DataError) as info:
+        list(convert(tmp_path, ImageStore(tmp_path / "records")))
+    assert str(info.value) == (
+        f"{tmp_path}/data: variant 2 lacks seeds ['21', '22', '23', '24', '25'] that other "
+        "variants have (6 in all): the worst case needs every seed in every variant"
+    )

@@ -236,7 +236,7 @@ def _bad(tmp_path: Path, index: int, drop: tuple[str, ...] = (), **change: Any) 
         (6, {"image": {"bytes": b"junk", "path": None}}, "'image' is not a readable image"),
         (6, {"question": None}, "field 'question' is empty"),
         # the same (category, subcategory, set, figure, question) twice
-        (1, {"question_id": "0"}, "repeats the question 'VD_illusion_0_0_0' of"),
+        (1, {"question_id": "0"}, f"repeats the question 'VD_illusion_0_0_0' of {IMAGE} row 0"),
     ],
 )
 def test_bad_rows_name_file_row_and_field(
@@ -248,3 +248,45 @@ def test_bad_rows_name_file_row_and_field(
 def test_a_missing_field_is_named(tmp_path: Path) -> None:
     message = _bad(tmp_path, 0, drop=("question_id",))
     assert "has no field 'question_id'" in message
+
+
+# The id fields, checked in process (the mutation tests of issue 40).
+
+
+@pytest.mark.parametrize("value", [True, 1.5])
+def test_an_id_that_is_not_a_string_or_an_integer_is_the_whole_row_message(value: Any) -> None:
+    from vlrl.data.formats import Row, RowError
+    from vlrl.data.formats.hallusionbench import text
+
+    with pytest.raises(RowError) as info:
+        text(Row(IMAGE, 3, {"set_id": value}), "set_id")
+    assert str(info.value) == f"{IMAGE} row 3: field 'set_id' must be a string: {value!r}"
+
+
+@pytest.mark.parametrize(
+    ("index", "change", "message"),
+    [
+        pytest.param(
+            3, {"visual_input": "0"},
+            "field 'visual_input' is '0': the image split holds questions asked with a figure "
+            "(1 or 2); 0 belongs to the non_image split",
+            id="visual-input-0",
+        ),
+        pytest.param(
+            4, {"figure_id": "0"},
+            "is a VS question on figure 0, the no-figure control lmms-eval leaves out of fAcc "
+            "(get_eval_fig); it belongs to the non_image split",
+            id="vs-figure-0",
+        ),
+        pytest.param(6, {"question": 5}, "field 'question' must be a string: 5", id="question-int"),
+    ],
+)  # fmt: skip
+def test_a_bad_row_is_the_whole_row_message(
+    tmp_path: Path, index: int, change: dict[str, Any], message: str
+) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.hallusionbench import convert_row
+
+    with pytest.raises(RowError) as info:
+        convert_row(Row(IMAGE, index, {**image_rows()[index], **change}), ImageStore(tmp_path))
+    assert str(info.value) == f"{IMAGE} row {index}: {message}"

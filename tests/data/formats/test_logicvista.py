@@ -136,3 +136,49 @@ def test_a_missing_picture_and_a_missing_or_malformed_file(tmp_path: Path) -> No
     (tmp_path / "data" / "dataset.json").unlink()
     with pytest.raises(DataError, match="no such file"):
         convert_dataset("logicvista", tmp_path)
+
+
+# Single rows and the reader, checked in process (the mutation tests of issue 40).
+
+UNREADABLE = (
+    r"field 'imagename' is not a readable image: cannot identify image file "
+    r"<_io\.BytesIO object at 0x[0-9a-f]+>$"
+)
+
+
+def test_an_unreadable_picture_names_the_row_and_the_imagename_field(tmp_path: Path) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.logicvista import convert_row
+
+    (tmp_path / "data" / "images").mkdir(parents=True)
+    (tmp_path / "data" / "images" / "v1_1.png").write_bytes(b"not a picture")
+    row = Row("data/dataset.json", 1, {"id": "v1_1", **logicvista_items()["v1_1"]})
+    with pytest.raises(RowError, match=r"^data/dataset\.json row 1: " + UNREADABLE) as info:
+        convert_row(row, tmp_path, ImageStore(tmp_path / "records"))
+    assert info.value.row_id == "v1_1"
+
+
+def test_an_item_that_is_not_an_object_is_named_by_its_key(tmp_path: Path) -> None:
+    from vlrl.data.formats import RowError
+    from vlrl.data.formats.logicvista import rows
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "dataset.json").write_text('{"v1_0": ["C"]}')
+    with pytest.raises(RowError) as info:
+        list(rows(tmp_path))
+    assert str(info.value) == "data/dataset.json row 0: item 'v1_0' must be an object, not list"
+    assert info.value.row_id == "v1_0"
+
+
+def test_the_dataset_file_is_read_as_utf8_whatever_the_locale(
+    tmp_path: Path, ascii_locale: None
+) -> None:
+    from vlrl.data.formats.logicvista import rows
+
+    items = {"v1_0": {**logicvista_items()["v1_0"], "question": "Which shape — A or B?"}}
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "dataset.json").write_text(
+        json.dumps(items, ensure_ascii=False), encoding="utf-8"
+    )
+    [row] = rows(tmp_path)
+    assert row.data["question"] == "Which shape — A or B?"

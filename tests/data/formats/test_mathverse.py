@@ -257,3 +257,105 @@ def test_missing_column_and_missing_file(tmp_path: Path) -> None:
     path.unlink()
     with pytest.raises(DataError, match=r"no file matches 'testmini\.parquet'"):
         convert_dataset("mathverse", tmp_path)
+
+
+# The gold letter of single answers, checked in process (the mutation tests of issue 40).
+
+OPTIONS = ["1", "2", "3", "4"]
+ROW_DATA = {"sample_index": "7", "answer": "?"}
+
+
+@pytest.mark.parametrize("answer", ["(A), (B)", "A\nC", "B, D"])
+def test_several_option_letters_are_no_single_gold(answer: str) -> None:
+    from vlrl.data.formats import Row
+    from vlrl.data.formats.mathverse import _gold
+
+    assert _gold(Row(FILE, 3, ROW_DATA), answer, OPTIONS) is None
+
+
+@pytest.mark.parametrize("answer", ["A, Q", "A,", "XA, XB"])
+def test_an_answer_that_is_not_only_option_letters_is_an_error(answer: str) -> None:
+    from vlrl.data.formats import Row, RowError
+    from vlrl.data.formats.mathverse import _gold
+
+    with pytest.raises(RowError) as info:
+        _gold(Row(FILE, 3, ROW_DATA), answer, OPTIONS)
+    assert str(info.value) == (
+        f"{FILE} row 3: field 'answer' {answer!r} is neither an option letter nor the text of "
+        f"one of the options {OPTIONS}"
+    )
+
+
+# Options, ids and checked fields, in process (the mutation tests of issue 40).
+
+#: A last "Choices:" line that lists no option: the options before it do not count.
+TRAILING_CHOICES = "Find x.\nChoices:\nA:1\nB:2\nChoices:\n"
+
+
+def test_option_lines_out_of_order_and_other_lines_are_skipped() -> None:
+    from vlrl.data.formats.mathverse import parse_options
+
+    assert parse_options("Find x.\nChoices:\nA:1\nnote\nC:3\nB:2") == ["1", "2"]
+
+
+def test_a_single_option_is_no_options() -> None:
+    from vlrl.data.formats.mathverse import parse_options
+
+    assert parse_options("Find x.\nChoices:\nA:1") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "question_for_eval", "options"),
+    [
+        pytest.param("What is x?", ANGLE, ["50°", "60°", "65°", "90°"], id="from-eval-text"),
+        pytest.param("What is x?", "", [], id="empty-question-for-eval"),
+        pytest.param(TRAILING_CHOICES, "", [], id="question-ends-with-choices"),
+        pytest.param("What is x?", TRAILING_CHOICES, [], id="question-for-eval-ends-with-choices"),
+    ],
+)  # fmt: skip
+def test_own_options_come_from_the_question_else_question_for_eval(
+    question: str, question_for_eval: str, options: list[str]
+) -> None:
+    from vlrl.data.formats import Row
+    from vlrl.data.formats.mathverse import _own_options
+
+    data = {"sample_index": "6", "question": question, "question_for_eval": question_for_eval}
+    assert _own_options(Row(FILE, 0, data)) == options
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"problem_version": " Text Lite"},
+            "field 'problem_version' is ' Text Lite', not one of ['Text Dominant', 'Text Lite', "
+            "'Vision Intensive', 'Vision Dominant', 'Vision Only']",
+        ),
+        (
+            {"question_type": "free-form "},
+            "field 'question_type' is 'free-form ', not one of ('multi-choice', 'free-form')",
+        ),
+    ],
+)
+def test_a_padded_version_or_question_type_is_not_one_of_them(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.mathverse import convert_row
+
+    row = Row(FILE, 3, {**mathverse_rows()[3], **change})
+    with pytest.raises(RowError) as info:
+        convert_row(row, ImageStore(tmp_path), {})
+    assert str(info.value) == f"{FILE} row 3: {message}"
+
+
+def test_ids_and_shared_options_use_the_indices_as_written(tmp_path: Path) -> None:
+    # convert() keys the shared options by the problem_index as the hub writes it.
+    from vlrl.data.formats import ImageStore, Row
+    from vlrl.data.formats.mathverse import convert_row
+
+    fields = {**mathverse_rows()[2], "sample_index": " 10", "problem_index": "2 "}
+    options = ["50°", "60°", "65°", "90°"]
+    fields["question_for_eval"] = "Find the angle."
+    rec = convert_row(Row(FILE, 2, fields), ImageStore(tmp_path), {"2 ": options})
+    assert (rec.id, rec.groups, rec.options, rec.answer) == (" 10", {"problem": "2 "}, options, "C")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,65 @@ def test_missing_column_and_missing_files(tmp_path: Path) -> None:
     path.unlink()
     with pytest.raises(DataError, match=r"no file matches any of"):
         convert_dataset("mathvision", tmp_path)
+
+
+# Single rows checked in process (the mutation tests of issue 40).
+
+
+def _convert_row(tmp_path: Path, index: int, **change: Any):
+    from vlrl.data.formats import ImageStore, Row
+    from vlrl.data.formats.mathvision import convert_row
+
+    row = Row(TEST, index, {**split_test_rows()[index], **change})
+    return convert_row(row, ImageStore(tmp_path))
+
+
+def test_id_question_and_subject_are_kept_as_written(tmp_path: Path) -> None:
+    rec = _convert_row(tmp_path, 0, id=" 1", question=" How many?\n", subject="arithmetic ")
+    assert (rec.id, rec.problem, rec.task, rec.answer) == (
+        " 1",
+        " How many?\n",
+        "arithmetic ",
+        "60",
+    )
+
+
+def test_null_options_are_no_options(tmp_path: Path) -> None:
+    rec = _convert_row(tmp_path, 0, options=None)
+    assert (rec.options, rec.problem_type) == ([], "numerical")
+
+
+def test_twenty_six_options_take_every_letter(tmp_path: Path) -> None:
+    options = [f"o{i}" for i in range(26)]
+    rec = _convert_row(tmp_path, 1, options=options, answer="Z")
+    assert (rec.options, rec.answer, rec.problem_type) == (options, "Z", "multiple_choice")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param({"options": "AB"}, "field 'options' must be a list of strings: 'AB'",
+                     id="options-a-string"),
+        pytest.param({"options": ["A", 2]}, "field 'options' must be a list of strings: ['A', 2]",
+                     id="options-with-a-number"),
+        pytest.param({"options": [f"o{i}" for i in range(27)]},
+                     "field 'options' has 27 entries, more than letters A-Z", id="27-options"),
+    ],
+)  # fmt: skip
+def test_bad_options_are_the_whole_row_message(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    from vlrl.data.formats import RowError
+
+    with pytest.raises(RowError) as info:
+        _convert_row(tmp_path, 1, **change)
+    assert str(info.value) == f"{TEST} row 1: {message}"
+
+
+def test_an_unreadable_picture_names_the_decoded_image_field(tmp_path: Path) -> None:
+    from vlrl.data.formats import RowError
+
+    with pytest.raises(RowError, match=r"^" + re.escape(TEST) + r" row 0: field 'decoded_image' "
+                       r"is not a readable image: cannot identify image file <_io\.BytesIO "
+                       r"object at 0x[0-9a-f]+>$"):  # fmt: skip
+        _convert_row(tmp_path, 0, decoded_image={"bytes": b"not a picture", "path": None})

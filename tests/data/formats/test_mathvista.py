@@ -277,3 +277,106 @@ def test_missing_column_and_missing_file(tmp_path: Path) -> None:
     path.unlink()
     with pytest.raises(DataError, match=r"no file matches 'data/testmini-\*\.parquet'"):
         convert_dataset("mathvista", tmp_path)
+
+
+# The precision field, checked in process (the mutation tests of issue 40).
+
+
+@pytest.mark.parametrize("value", [1.5, float("nan"), "2"])
+def test_a_precision_that_is_not_a_whole_number_is_the_whole_row_message(value: Any) -> None:
+    from vlrl.data.formats import Row, RowError
+    from vlrl.data.formats.mathvista import _precision
+
+    with pytest.raises(RowError) as info:
+        _precision(Row(FILE, 2, {"pid": "3", "precision": value}))
+    assert str(info.value) == (
+        f"{FILE} row 2: field 'precision' must be a whole number for a float answer: {value!r}"
+    )
+
+
+def test_a_whole_float_precision_is_its_integer() -> None:
+    from vlrl.data.formats import Row
+    from vlrl.data.formats.mathvista import _precision
+
+    assert _precision(Row(FILE, 2, {"pid": "3", "precision": 2.0})) == 2
+
+
+@pytest.mark.parametrize(
+    ("question_type", "answer_type", "precision", "message"),
+    [
+        pytest.param(
+            "multi_choice", "integer", None,
+            "field 'answer_type' is 'integer'; multi_choice rows must be 'text' (lmms-eval "
+            "create_one_query asserts it)",
+            id="multi-choice-not-text",
+        ),
+        pytest.param(
+            "free_form", "float", 3.0,
+            "field 'precision' is 3; lmms-eval's prompt has a hint only for float answers with 1 "
+            "or 2 decimals",
+            id="three-decimals",
+        ),
+        pytest.param(
+            "free_form", "text", None,
+            "field 'answer_type' is 'text'; a free_form row must be integer, float or list "
+            "(lmms-eval create_one_query asserts it)",
+            id="free-form-text",
+        ),
+    ],
+)  # fmt: skip
+def test_a_row_without_an_lmms_eval_hint_is_the_whole_row_message(
+    question_type: str, answer_type: str, precision: float | None, message: str
+) -> None:
+    from vlrl.data.formats import Row, RowError
+    from vlrl.data.formats.mathvista import _hint
+
+    row = Row(FILE, 2, {"pid": "3", "precision": precision})
+    with pytest.raises(RowError) as info:
+        _hint(row, question_type, answer_type)
+    assert str(info.value) == f"{FILE} row 2: {message}"
+
+
+def _convert_row(tmp_path: Path, index: int, **change: Any):
+    from vlrl.data.formats import ImageStore, Row
+    from vlrl.data.formats.mathvista import convert_row
+
+    return convert_row(
+        Row(FILE, index, {**mathvista_rows()[index], **change}), ImageStore(tmp_path)
+    )
+
+
+@pytest.mark.parametrize(
+    ("index", "change", "message"),
+    [
+        pytest.param(0, {"answer": 107}, "field 'answer' must be a string: 107", id="answer-int"),
+        pytest.param(0, {"metadata": "geometry"}, "field 'metadata' has no task: 'geometry'",
+                     id="metadata-not-a-dict"),
+        pytest.param(0, {"choices": None}, "field 'choices' is empty for a multi_choice question",
+                     id="no-choices"),
+        pytest.param(2, {"answer": "about 1"}, "field 'answer' 'about 1' is not a number (float)",
+                     id="float-not-a-number"),
+        pytest.param(1, {"metadata": {"task": 5}}, "task: Input should be a valid string",
+                     id="task-not-a-string"),
+        pytest.param(0, {"choices": "97"}, "field 'choices' must be a list of strings: '97'",
+                     id="choices-a-string"),
+        pytest.param(0, {"choices": ["97", 102]},
+                     "field 'choices' must be a list of strings: ['97', 102]",
+                     id="choices-with-a-number"),
+        pytest.param(0, {"choices": [str(i) for i in range(27)]},
+                     "field 'choices' has 27 entries, more than letters A-Z", id="27-choices"),
+    ],
+)  # fmt: skip
+def test_a_bad_row_is_the_whole_row_message(
+    tmp_path: Path, index: int, change: dict[str, Any], message: str
+) -> None:
+    from vlrl.data.formats import RowError
+
+    with pytest.raises(RowError) as info:
+        _convert_row(tmp_path, index, **change)
+    assert str(info.value) == f"{FILE} row {index}: {message}"
+
+
+def test_twenty_six_choices_take_every_letter(tmp_path: Path) -> None:
+    choices = [f"c{i}" for i in range(26)]
+    rec = _convert_row(tmp_path, 0, choices=choices, answer="c25")
+    assert (rec.options, rec.answer) == (choices, "Z")

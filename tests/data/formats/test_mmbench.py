@@ -274,3 +274,72 @@ def test_a_bad_string_index_is_named(tmp_path: Path) -> None:
 
 def test_a_missing_column_is_named(tmp_path: Path) -> None:
     assert "has no field 'L2-category'" in _bad(tmp_path, 0, drop=("L2-category",))
+
+
+# Circular copies checked in process (the mutation tests of issue 40).
+
+
+def test_an_orphan_circular_copy_is_the_whole_row_message() -> None:
+    from vlrl.data.formats import Row, RowError
+    from vlrl.data.formats.mmbench import check_copy
+    from vlrl.items.records import Record
+
+    copy = Record(
+        id="1000009", images=[], problem="Which?", answer="A", problem_type="multiple_choice",
+        options=["x", "y"], data_source="mmbench",
+    )  # fmt: skip
+    with pytest.raises(RowError) as info:
+        check_copy(Row(DEV, 4, {"index": 1_000_009}), 1_000_009, copy, {})
+    assert str(info.value) == (
+        f"{DEV} row 4: is circular copy 1000009 of question 9, which is not in the file "
+        "(CircularEval groups the rows by index % 1e6)"
+    )
+
+
+def test_the_first_circular_copy_is_checked_against_its_original(tmp_path: Path) -> None:
+    # index 1000000 (the first copy of question 0) with a correct option not its original's
+    message = _bad(tmp_path, 2, answer="B")
+    assert message == (
+        f"{DEV} row 2: is circular copy 1000000 with correct option 'desert', but its original "
+        f"({DEV} row 1) has 'forest'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(float("nan"), True), (1.5, False), ("  ", True), (" nan ", True), ("0", False)],
+)
+def test_absent_cells(value: Any, expected: bool) -> None:
+    from vlrl.data.formats.mmbench import absent
+
+    assert absent(value) is expected
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"hint": 5}, "field 'hint' must be a string: 5"),
+        ({"B": 5}, "field 'B' must be a string: 5"),
+    ],
+)
+def test_a_non_string_hint_or_option_is_the_whole_row_message(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.mmbench import convert_row
+
+    with pytest.raises(RowError) as info:
+        convert_row(Row(DEV, 1, {**dev_rows()[1], **change}), ImageStore(tmp_path), 0)
+    assert str(info.value) == f"{DEV} row 1: {message}"
+
+
+def test_the_question_goes_into_the_prompt_as_written(tmp_path: Path) -> None:
+    from vlrl.data.formats import ImageStore, Row
+    from vlrl.data.formats.mmbench import SELECT_PROMPT, convert_row
+
+    fields = {**dev_rows()[5], "question": " Which object is the heaviest? "}
+    rec = convert_row(Row(DEV, 5, fields), ImageStore(tmp_path), 5)
+    assert rec.problem == (
+        "Hint: Look at the two objects.\nQuestion:  Which object is the heaviest? \nOptions:\n"
+        f"A. The rock\nB. The feather\n{SELECT_PROMPT}"
+    )

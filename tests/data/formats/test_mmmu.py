@@ -217,3 +217,88 @@ def test_bad_rows_name_file_row_and_field(
     tmp_path: Path, file: str, index: int, change: dict[str, Any], needle: str
 ) -> None:
     assert needle in _bad(tmp_path, file, index, **change)
+
+
+# Open answers, checked in process (the mutation tests of issue 40).
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (5, "field 'answer' must be a string: 5"),
+        ("['4', ' ']", "field 'answer' lists no usable answer: \"['4', ' ']\""),
+        ("['4', 5]", "field 'answer' lists no usable answer: \"['4', 5]\""),
+    ],
+)
+def test_a_bad_open_answer_is_the_whole_row_message(answer: Any, message: str) -> None:
+    from vlrl.data.formats import Row, RowError
+    from vlrl.data.formats.mmmu import open_answer
+
+    with pytest.raises(RowError) as info:
+        open_answer(Row(MATH, 2, {"id": "validation_Math_3", "answer": answer}))
+    assert str(info.value) == f"{MATH} row 2: {message}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("[' 4 ', '4.0']", ("4", ["4.0"])),
+        ("['4'] # cm", ("['4'] # cm", [])),
+        ("[4", ("[4", [])),
+    ],
+)
+def test_only_a_whole_list_literal_is_a_list_of_accepted_answers(
+    answer: str, expected: tuple[str, list[str]]
+) -> None:
+    from vlrl.data.formats import Row
+    from vlrl.data.formats.mmmu import open_answer
+
+    assert open_answer(Row(MATH, 2, {"id": "validation_Math_3", "answer": answer})) == expected
+
+
+def test_a_multiple_choice_question_with_no_options_is_the_whole_row_message(
+    tmp_path: Path,
+) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.mmmu import convert_row
+
+    row = Row(ART, 1, {**art_rows()[1], "options": "[]"})
+    with pytest.raises(RowError) as info:
+        convert_row(row, ImageStore(tmp_path))
+    assert str(info.value) == (
+        f"{ART} row 1: field 'options' is an empty list for a multiple-choice question"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param({"answer": 5}, "field 'answer' 5 is not a letter among the 4 options (A-D)",
+                     id="answer-int"),
+        pytest.param({"options": 5}, "field 'options' must be a string holding a Python list: 5",
+                     id="options-int"),
+        pytest.param({"options": str([f"o{i}" for i in range(27)])},
+                     "field 'options' has 27 options, more than letters A-Z", id="27-options"),
+        pytest.param({"question": "Compare <image 8>."},
+                     "references <image 8> but has no field 'image_8'", id="no-image-8"),
+    ],
+)  # fmt: skip
+def test_a_bad_multiple_choice_row_is_the_whole_row_message(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.mmmu import convert_row
+
+    with pytest.raises(RowError) as info:
+        convert_row(Row(ART, 0, {**art_rows()[0], **change}), ImageStore(tmp_path))
+    assert str(info.value) == f"{ART} row 0: {message}"
+
+
+def test_twenty_six_options_take_every_letter() -> None:
+    from vlrl.data.formats import Row
+    from vlrl.data.formats.mmmu import parse_options
+
+    options = [f"o{i}" for i in range(26)]
+    assert parse_options(Row(ART, 0, {"id": "validation_Art_1", "options": str(options)})) == (
+        options
+    )

@@ -246,3 +246,38 @@ def test_bad_vision_rows(tmp_path: Path, change: dict[str, Any], needle: str) ->
         convert_dataset("mmmu_pro", tmp_path)
     assert f"{VISION} row 1" in str(info.value)
     assert needle in str(info.value)
+
+
+# Single rows checked in process (the mutation tests of issue 40).
+
+
+def test_a_vision_row_whose_id_is_not_a_string_is_a_schema_error_naming_the_row(
+    tmp_path: Path,
+) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.mmmu_pro import vision_row
+
+    with pytest.raises(RowError) as info:
+        vision_row(Row(VISION, 1, {**vision_rows()[1], "id": 7}), ImageStore(tmp_path))
+    assert str(info.value) == f"{VISION} row 1: id: Input should be a valid string"
+
+
+def test_a_standard_row_whose_id_is_not_a_string_is_a_schema_error_naming_the_row(
+    tmp_path: Path,
+) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.mmmu_pro import standard_row
+
+    row = Row(STANDARD[0], 0, {**standard_rows()[0][0], "id": 7})
+    with pytest.raises(RowError) as info:
+        standard_row(row, ImageStore(tmp_path))
+    assert str(info.value) == f"{STANDARD[0]} row 0: id: Input should be a valid string"
+
+
+def test_empty_options_are_the_whole_row_message(tmp_path: Path) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.mmmu_pro import vision_row
+
+    with pytest.raises(RowError) as info:
+        vision_row(Row(VISION, 0, {**vision_rows()[0], "options": "[]"}), ImageStore(tmp_path))
+    assert str(info.value) == f"{VISION} row 0: field 'options' is an empty list"

@@ -242,3 +242,25 @@ def test_a_missing_column_and_a_missing_file(tmp_path: Path) -> None:
     (tmp_path / FILE).unlink()
     with pytest.raises(DataError, match=r"no file matches 'mmstar\.parquet'"):
         convert_dataset("mmstar", tmp_path)
+
+
+# Single rows checked in process (the mutation tests of issue 40).
+
+
+def test_a_question_without_options_quotes_its_last_120_characters(tmp_path: Path) -> None:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.mmstar import convert_row
+
+    question = "".join(f"{i:03d}" for i in range(50)) + " Which one?"  # 161 characters, cut
+    row = Row(FILE, 4, _row(4, question, "A", "math", "geometry", "MMBench"))
+    with pytest.raises(RowError) as info:
+        convert_row(row, ImageStore(tmp_path), 4)
+    assert str(info.value) == (
+        "mmstar.parquet row 4: field 'question' has no options in it (neither "
+        f"'Options: A: ..., B: ...' nor '(A) ...' lines at its end): {question[-120:]!r}"
+    )
+
+
+def test_each_inline_option_letter_is_looked_for_after_the_previous_one() -> None:
+    question = "Which pair?\nOptions: A: x, C: y, B: z, C: w"
+    assert parse_options(question) == ["x, C: y", "z", "w"]

@@ -154,3 +154,57 @@ def test_missing_column_and_missing_file(tmp_path: Path) -> None:
     path.unlink()
     with pytest.raises(DataError, match=r"no file matches 'data/test-\*\.parquet'"):
         convert_dataset("mmvet", tmp_path)
+
+
+# Single rows checked in process (the mutation tests of issue 40).
+
+CAPABILITIES = "['rec', 'ocr', 'know', 'gen', 'spat', 'math']"
+
+
+def _row_error(tmp_path: Path, **change: Any) -> str:
+    from vlrl.data.formats import ImageStore, Row, RowError
+    from vlrl.data.formats.mmvet import convert_row
+
+    row = Row(FILE, 2, {**mmvet_rows()[2], **change})
+    with pytest.raises(RowError) as info:
+        convert_row(row, ImageStore(tmp_path))
+    assert info.value.row_id == row.id
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"capability": ["ocr", 3]},
+            "field 'capability' must be a string or a list of strings: ['ocr', 3]",
+        ),
+        (
+            {"capability": 3},
+            "field 'capability' must be a string or a list of strings: 3",
+        ),
+        (
+            {"capability": []},
+            f"field 'capability' [] names nothing, not among {CAPABILITIES}",
+        ),
+        (
+            {"capability": "ocr, vision"},
+            f"field 'capability' 'ocr, vision' names ['vision'], not among {CAPABILITIES}",
+        ),
+        ({"question_id": True}, "field 'question_id' must be a string: True"),
+        ({"question_id": 1.5}, "field 'question_id' must be a string: 1.5"),
+    ],
+)
+def test_a_bad_capability_or_question_id_is_the_whole_row_message(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    assert _row_error(tmp_path, **change) == f"{FILE} row 2: {message}"
+
+
+def test_an_integer_question_id_and_padded_texts_are_kept_trimmed(tmp_path: Path) -> None:
+    from vlrl.data.formats import ImageStore, Row
+    from vlrl.data.formats.mmvet import convert_row
+
+    fields = {**mmvet_rows()[0], "question_id": 7, "question": "  What is x?\n", "answer": " -1 "}
+    rec = convert_row(Row(FILE, 0, fields), ImageStore(tmp_path))
+    assert (rec.id, rec.problem, rec.answer, rec.task) == ("7", "What is x?", "-1", "ocr,math")

@@ -273,3 +273,115 @@ def test_no_subset_and_a_missing_column(tmp_path: Path) -> None:
     pq.write_table(pq.read_table(path).drop_columns(["final_answer"]), path)
     with pytest.raises(DataError, match=r"row 0: has no field 'final_answer'"):
         convert_dataset("olympiadbench", tmp_path)
+
+
+# Prompt pieces and optional fields, checked in process (the mutation tests of issue 40).
+
+
+@pytest.mark.parametrize(
+    ("answer_type", "text"),
+    [
+        ("Need_human_evaluate", ""),
+        ("Expression-Numerical", "The answer of The problem should be an expression. "),
+    ],
+)
+def test_answer_type_text_of_unjudged_and_dashed_types(answer_type: str, text: str) -> None:
+    from vlrl.data.formats.olympiadbench import answer_type_text
+
+    assert answer_type_text(answer_type, False, False) == text
+
+
+def test_the_chinese_physics_instruction() -> None:
+    from vlrl.data.formats.olympiadbench import instruction
+
+    assert instruction("OE_MM_physics_zh_CEE", "，答案类型为数值") == (
+        "以下是中国物理竞赛中的解答题，答案类型为数值。请根据题目的要求和所提供的信息计算得出答案。"
+        "解答过程和结果中使用的变量和公式请使用LaTeX格式表示。"
+    )
+
+
+@pytest.mark.parametrize(("value", "text"), [(None, None), ("  ", None), (" Optics ", "Optics")])
+def test_an_optional_text_field(value: str | None, text: str | None) -> None:
+    from vlrl.data.formats import Row
+    from vlrl.data.formats.olympiadbench import _optional_text
+
+    assert _optional_text(Row(FILE, 2, {"id": 7, "subfield": value}), "subfield") == text
+
+
+def test_an_optional_text_field_that_is_not_a_string_is_the_whole_row_message() -> None:
+    from vlrl.data.formats import Row, RowError
+    from vlrl.data.formats.olympiadbench import _optional_text
+
+    with pytest.raises(RowError) as info:
+        _optional_text(Row(FILE, 2, {"id": 7, "subfield": 5}), "subfield")
+    assert str(info.value) == f"{FILE} row 2: field 'subfield' must be a string or null: 5"
+
+
+@pytest.mark.parametrize(
+    ("answer_type", "chinese", "text"),
+    [
+        pytest.param("Numerical,Interval", False,
+                     "The problem has multiple answers, with the answers in order being a "
+                     "numerical value, an interval. ", id="english-two-types"),
+        pytest.param("Numerical,Interval", True, "，题目有多个答案，答案类型分别为数值、区间",
+                     id="chinese-two-types"),
+        pytest.param("Numerical", True, "，题目有多个答案，答案类型均为数值",
+                     id="chinese-one-type"),
+    ],
+)  # fmt: skip
+def test_answer_type_text_of_multiple_answers(answer_type: str, chinese: bool, text: str) -> None:
+    from vlrl.data.formats.olympiadbench import answer_type_text
+
+    assert answer_type_text(answer_type, chinese, True) == text
+
+
+def _convert_row(tmp_path: Path, index: int, **change: Any):
+    from vlrl.data.formats import ImageStore, Row
+    from vlrl.data.formats.olympiadbench import convert_row
+
+    fields = {**olympiadbench_rows()[index], **change}
+    return convert_row(Row(FILE, index, fields), ImageStore(tmp_path), SUBSET)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param({"id": True}, "field 'id' must be an integer: True", id="id-bool"),
+        pytest.param({"question": 5}, "field 'question' must be a string: 5", id="question-int"),
+        pytest.param({"answer_type": 5}, "field 'answer_type' must be a string: 5",
+                     id="answer-type-int"),
+        pytest.param({"is_multiple_answer": "yes"},
+                     "field 'is_multiple_answer' must be a bool or null: 'yes'",
+                     id="multiple-a-string"),
+        pytest.param({"final_answer": ["$$"]}, "field 'final_answer' holds only '$' signs",
+                     id="only-dollars"),
+    ],
+)  # fmt: skip
+def test_a_bad_row_is_the_whole_row_message(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    from vlrl.data.formats import RowError
+
+    with pytest.raises(RowError) as info:
+        _convert_row(tmp_path, 1, **change)
+    assert str(info.value) == f"{FILE} row 1: {message}"
+
+
+def test_a_null_multiple_answer_flag_and_a_maths_context_are_left_out(tmp_path: Path) -> None:
+    rec = _convert_row(tmp_path, 1, is_multiple_answer=None, context="Let n be positive.")
+    assert rec.problem.endswith(
+        f"{INSTRUCTION_TAIL}\n<image_1>\nFind $a_{{n}}$ for every positive integer $n$."
+    )
+    assert "an expression. " in rec.problem and "Let n be positive." not in rec.problem
+
+
+def test_no_subset_names_every_pattern(tmp_path: Path) -> None:
+    from vlrl.data.formats import ImageStore
+    from vlrl.data.formats.olympiadbench import SUBSETS, convert, pattern
+
+    with pytest.raises(DataError) as info:
+        list(convert(tmp_path, ImageStore(tmp_path / "records")))
+    assert str(info.value) == (
+        f"{tmp_path}: no file matches any of {[pattern(s) for s in SUBSETS]} (the open-ended "
+        "OlympiadBench subsets)"
+    )

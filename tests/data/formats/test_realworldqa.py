@@ -200,3 +200,73 @@ def test_missing_column_and_missing_files(tmp_path: Path) -> None:
         (tmp_path / file).unlink()
     with pytest.raises(DataError, match=r"no file matches 'data/test-\*\.parquet'"):
         convert_dataset("realworldqa", tmp_path)
+
+
+# Single rows checked in process (the mutation tests of issue 40).
+
+
+def _convert_row(tmp_path: Path, question: str, answer: str):
+    from vlrl.data.formats import ImageStore, Row
+    from vlrl.data.formats.realworldqa import convert_row
+
+    row = Row(SHARDS[0], 1, {"question": question, "answer": answer, "image": _webp(10)})
+    return convert_row(row, 1, ImageStore(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "message"),
+    [
+        pytest.param(
+            SHORT_INSTRUCTION, "2", "field 'question' holds only the answer instruction",
+            id="only-the-instruction",
+        ),
+        pytest.param(
+            f"Which side?\n{MC_INSTRUCTION}", "A",
+            "field 'question' asks for an option letter but has no 'A. ...' lines",
+            id="mc-without-options",
+        ),
+        pytest.param(
+            f"Which side?\nA. Left\nB. Right\n{MC_INSTRUCTION}\n{SHORT_INSTRUCTION}", "A",
+            "field 'question': it carries both the multiple-choice and the short-answer "
+            "instruction",
+            id="both-instructions",
+        ),
+        pytest.param(
+            _mc("Which side?", ["Left", "Right"]), "ab",
+            "field 'answer' 'ab' is not one of the option letters ['A', 'B']",
+            id="two-letters",
+        ),
+    ],
+)  # fmt: skip
+def test_a_bad_row_is_the_whole_row_message(
+    tmp_path: Path, question: str, answer: str, message: str
+) -> None:
+    from vlrl.data.formats import RowError
+
+    with pytest.raises(RowError) as info:
+        _convert_row(tmp_path, question, answer)
+    assert str(info.value) == f"{SHARDS[0]} row 1: {message}"
+
+
+def test_a_short_answer_question_reads_no_option_lines(tmp_path: Path) -> None:
+    # Lines like options, lettered out of order, in a short-answer question are just text.
+    question = "Count the signs:\nB. one on the left\nD. one on the right"
+    rec = _convert_row(tmp_path, _short(question), "2")
+    assert (rec.problem, rec.answer, rec.problem_type, rec.options) == (
+        question, "2", "numerical", []
+    )  # fmt: skip
+
+
+def test_a_one_digit_answer_to_lettered_options_without_instruction_is_a_number(
+    tmp_path: Path,
+) -> None:
+    rec = _convert_row(tmp_path, "How many?\nA. 1\nB. 2", "2")
+    assert (rec.answer, rec.problem_type, rec.options) == ("2", "numerical", [])
+
+
+def test_the_instruction_leaves_indents_but_not_trailing_spaces() -> None:
+    question = f"Look at:\n  the car on the left \nHow many doors?\n{SHORT_INSTRUCTION}"
+    assert strip_instruction(question) == (
+        "Look at:\n  the car on the left\nHow many doors?",
+        "short",
+    )

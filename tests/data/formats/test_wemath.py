@@ -209,8 +209,11 @@ def test_a_problem_missing_a_question_or_repeating_one_is_refused(tmp_path: Path
     with pytest.raises(DataError, match=r"problem '3steps_1' has the questions \['3steps_1', "):
         convert_dataset("wemath", tmp_path)
     write_rows(tmp_path, [*rows, {**rows[1], "question number": 9999}])
-    with pytest.raises(DataError, match=rf"{FILE} row 7: repeats problem '2steps_1' step "):
+    with pytest.raises(DataError) as info:
         convert_dataset("wemath", tmp_path)
+    assert str(info.value) == (
+        f"{FILE} row 7: repeats problem '2steps_1' step '2steps_2' of {FILE} row 1"
+    )
 
 
 def test_question_number_must_be_an_integer(tmp_path: Path) -> None:
@@ -238,3 +241,64 @@ def test_missing_column_and_missing_file(tmp_path: Path) -> None:
     path.unlink()
     with pytest.raises(DataError, match=r"no file matches 'data/testmini-\*\.parquet'"):
         convert_dataset("wemath", tmp_path)
+
+
+# The prompt text, checked in process (the mutation tests of issue 40).
+
+
+def test_the_problem_opens_with_the_hint_and_keeps_inner_trailing_spaces() -> None:
+    from vlrl.data.formats.wemath import render_problem
+
+    assert render_problem("How long is AB? ", ["3 cm", "X"], hint="AB is a side.") == (
+        "Hint: AB is a side.\nQuestion: How long is AB? \nOptions:\nA. 3 cm\nB. X"
+    )
+    assert render_problem("How long is AB? ", []) == "Question: How long is AB? "
+
+
+@pytest.mark.parametrize(
+    ("option", "parsed"),
+    [
+        pytest.param("A. Yes; B. No", (["A", "B"], ["Yes", "No"]), id="two-options"),
+        pytest.param("A. 5X; B. Y", (["A", "B"], ["5X", "Y"]), id="text-ending-in-x"),
+        pytest.param("A. 1 C. 3", None, id="loose-markers-with-a-gap"),
+        pytest.param("A. 1; B. 2; B. 3", None, id="a-repeated-letter"),
+    ],
+)  # fmt: skip
+def test_option_strings_that_do_and_do_not_parse(
+    option: str, parsed: tuple[list[str], list[str]] | None
+) -> None:
+    assert parse_options(option) == parsed
+
+
+def _convert_row(tmp_path: Path, index: int, **change: Any):
+    from vlrl.data.formats import ImageStore, Row
+    from vlrl.data.formats.wemath import convert_row
+
+    return convert_row(Row(FILE, index, {**wemath_rows()[index], **change}), ImageStore(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param({"key": "2steps_3"},
+                     "field 'key' is '2steps_3', not 2steps_1/2/multi or 3steps_1/2/3/multi",
+                     id="step-past-the-steps"),
+        pytest.param({"key": "3steps_2"},
+                     "field 'ID' '2steps_1' is not a 3-step problem like its key '3steps_2'",
+                     id="id-of-another-step-count"),
+    ],
+)  # fmt: skip
+def test_a_bad_key_is_the_whole_row_message(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    from vlrl.data.formats import RowError
+
+    with pytest.raises(RowError) as info:
+        _convert_row(tmp_path, 1, **change)
+    assert str(info.value) == f"{FILE} row 1: {message}"
+
+
+def test_a_hint_column_opens_the_problem(tmp_path: Path) -> None:
+    rec = _convert_row(tmp_path, 4, hint=" Count the squares. ")
+    assert rec.problem.startswith("Hint: Count the squares.\nQuestion: As shown in the diagram,")
+    assert _convert_row(tmp_path, 4, hint=" ").problem.startswith("Question: ")

@@ -273,13 +273,17 @@ def convert_dataset(
         lines = (
             json.dumps(r.model_dump(exclude_defaults=True), ensure_ascii=False) for r in records
         )
-        (out / f"{split}.jsonl").write_text("".join(line + "\n" for line in lines))
+        (out / f"{split}.jsonl").write_text(
+            "".join(line + "\n" for line in lines), encoding="utf-8"
+        )
     if rejected:
         lines = (
             json.dumps({"split": split, "id": err.row_id, "why": str(err)}, ensure_ascii=False)
             for split, err in rejected
         )
-        (out / "rejected.jsonl").write_text("".join(line + "\n" for line in lines))
+        (out / "rejected.jsonl").write_text(
+            "".join(line + "\n" for line in lines), encoding="utf-8"
+        )
     splits = sorted(set(by_split) | {split for split, _ in rejected})
     report = {
         split: {
@@ -288,5 +292,7 @@ def convert_dataset(
         }
         for split in splits
     }
-    (out / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    (out / "report.json").write_text(
+        json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return {split: len(records) for split, records in sorted(by_split.items())}

@@ -101,7 +101,7 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record | Ro
             try:
                 yield split, convert_row(row, row_id, source, path.parent, images)
             except RowError as err:
-                yield split, err if err.row_id is not None else RowError(str(err), row_id)
+                yield split, RowError(str(err), row_id)  # named as its record would be
 
 
 def split_of(name: str) -> str:
