@@ -93,3 +93,15 @@ def test_sharegpt_row_applies_the_prompt_format_with_the_source_type():
         "system": "",
         "images": ["images/a.png", "images/b.png"],
     }
+
+
+def test_a_source_type_the_format_has_no_suffix_for_gives_vlrls_type() -> None:
+    from vlrl.data.convert import prompt_type
+    from vlrl.items.prompts import PROMPTS
+    from vlrl.items.records import Record
+
+    rec = Record(id="1", images=[], problem="Who?", answer="Lee", problem_type="free_form",
+                 source_type="text", data_source="t")  # fmt: skip
+    assert "text" not in PROMPTS["think_answer"].type_suffixes
+    assert prompt_type(rec, PROMPTS["think_answer"]) == "free_form"
+    assert prompt_type(rec, PROMPTS["sophiavl_think"]) == "text"

@@ -300,3 +300,12 @@ def test_the_config_reads_the_released_files_at_the_val_sets_revision(project: P
         "report",
     )
     assert data.allow_patterns == [ANNOTATIONS, IMAGES] == val.allow_patterns
+
+
+def test_a_train_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    write_release(tmp_path, {"refcoco_train.jsonl": b'{"id": 1}\n\xff\n'})
+    with pytest.raises(DataError) as info:
+        convert_dataset("vlm_r1_rec_train", tmp_path)
+    assert str(info.value).startswith(
+        f"{ANNOTATIONS}:{FOLDER}refcoco_train.jsonl: not UTF-8 text: 'utf-8' codec can't decode"
+    )
