@@ -202,13 +202,18 @@ TESTS: dict[str, list[str]] = {
     ],
     "workflow_tools": [
         "tests/workflow/test_check.py",
-        "tests/workflow/test_comparison.py",
         "tests/workflow/test_pin.py",
         "tests/workflow/test_show.py",
         "tests/workflow/test_slurm_preempted.py",
-        "tests/workflow/test_snakefile.py",
         "tests/workflow/test_plan.py",
-        "tests/workflow/test_cores.py",
+        "tests/workflow/test_check_rules.py",
+        "tests/workflow/test_compare_args.py",
+        "tests/workflow/test_dag_jobs.py",
+        "tests/workflow/test_pin_units.py",
+        "tests/workflow/test_reads.py",
+        "tests/workflow/test_rescoring_rows.py",
+        "tests/workflow/test_show_origins.py",
+        "tests/workflow/test_slurm_preempted_wrap.py",
     ],
 }
 # Pipeline tests (training, whole DAGs) are too slow to run per mutant; unit tests cover these
