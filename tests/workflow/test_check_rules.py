@@ -87,6 +87,11 @@ def test_an_unknown_key_gets_a_suggestion_when_any_is_close(root: Path) -> None:
         "P: experiment: not a key of params.yaml; did you mean 'experiments'?",
         "P: zzzzqq: not a key of params.yaml",
     ]
+    # the problems after a suggestion are listed too
+    assert check.params_problems({"experiment": 1, "container": 3}, "P") == [
+        "P: experiment: not a key of params.yaml; did you mean 'experiments'?",
+        "P: container: 3 is not of type 'string', 'null'",
+    ]
 
 
 def test_an_unknown_nested_key_is_named_under_its_section(root: Path) -> None:
@@ -94,7 +99,11 @@ def test_an_unknown_nested_key_is_named_under_its_section(root: Path) -> None:
         "type: object\nadditionalProperties: false\nproperties:\n"
         "  slurm:\n    type: object\n    additionalProperties: false\n"
         "    properties: {account: {type: string}, partition: {type: string}}\n"
+        "  retired: false\n"  # a boolean schema: no value is valid
     )
+    # (jsonschema 4.26 gives a boolean schema's error no path: not pinned here)
+    (retired,) = check.params_problems({"retired": 1}, "P")
+    assert retired.startswith("P: ") and retired.endswith(": False schema does not allow 1")
     assert check.params_problems({"slurm": {"accout": "a", "partition": "p"}}, "P") == [
         "P: slurm.accout: not a key of params.yaml; did you mean 'account'?"
     ]
@@ -293,6 +302,15 @@ def test_overrides_reach_the_names_of_an_invalid_experiment(root: Path) -> None:
     assert len(problems) == 2
 
 
+def test_extra_problems_of_an_experiment_name_its_file(root: Path) -> None:
+    cfg, problems = check.experiment_problems("small", ["grpo.extra={no_such_option: 1}"])
+    assert cfg is None
+    assert problems == [
+        f"{root / 'config/experiments/small.yaml'}: grpo.extra.no_such_option: is not an option "
+        "of TRL's GRPOConfig"
+    ]
+
+
 def test_a_missing_experiment_is_one_problem(root: Path) -> None:
     assert check.experiment_problems("nope") == (
         None,
@@ -355,6 +373,19 @@ def test_reward_problems_name_missing_settings_and_added_rewards() -> None:
         "(base_url, model) is missing",
         "e.yaml: grpo.rewards: grpo.rewards lists sophiavl.thinking under trust_grpo, which adds "
         "the thinking reward itself; list only the outcome rewards",
+    ]
+
+
+def test_an_added_reward_is_named_by_the_last_part_of_its_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import vlrl.algorithms
+
+    monkeypatch.setitem(vlrl.algorithms.ADDED_REWARDS, "grpo", "team.judge.thinking")
+    grpo = NS(rewards={"team.judge.thinking": 1.0}, algorithm="grpo", reward_model=None)
+    assert check.reward_problems(NS(grpo=grpo), "e.yaml") == [
+        "e.yaml: grpo.rewards: grpo.rewards lists team.judge.thinking under grpo, which adds the "
+        "thinking reward itself; list only the outcome rewards"
     ]
 
 
