@@ -23,7 +23,7 @@ from vlrl.reporting.versus import COLUMNS, summary_columns, versus_rows
 from vlrl.scoring import protocols
 
 # The scoring protocols the shipped files name; vlrl.scoring.protocols registers them.
-SHIPPED_SCORING = {"vlmevalkit_2505", "vlm_r1_rec", "vision_sr1"}
+SHIPPED_SCORING = {"vlmevalkit_2505", "vlm_r1_rec", "vlm_r1_ovd", "vision_sr1"}
 
 
 def test_the_shipped_references_name_registered_scoring_protocols():
@@ -40,6 +40,7 @@ def test_the_shipped_references_name_registered_scoring_protocols():
 def test_the_shipped_references_are_valid_and_hold_the_papers_numbers():
     assert references() == [
         "qwen2_5_vl", "satori_r1", "sophiavl_r1", "vision_sr1", "vlm_r1", "vlm_r1_math",
+        "vlm_r1_ovd",
     ]  # fmt: skip
     for name in references():
         assert reference_problems(name) == [], name

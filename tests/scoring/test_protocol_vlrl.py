@@ -32,6 +32,7 @@ NAMES = [
     "olympiadbench_satori",
     "vision_sr1",
     "vlm_r1_od",
+    "vlm_r1_ovd",
     "vlm_r1_rec",
     "vlm_r1_rec_baseline",
     "vlmevalkit_2505",

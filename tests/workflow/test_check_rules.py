@@ -236,7 +236,7 @@ def test_unknown_protocols_of_a_benchmark_are_its_files_problems(root: Path) -> 
     assert check._protocol_problems("e.yaml", 0, "odd", NS(protocol={}, judge=None)) == [
         "config/benchmarks/odd.yaml: protocols: 'vlrll' is not a scoring protocol; did you mean "
         "'vlrl'?",
-        "config/benchmarks/odd.yaml: protocols: 'zzz' is not a scoring protocol; 13 known, in "
+        "config/benchmarks/odd.yaml: protocols: 'zzz' is not a scoring protocol; 14 known, in "
         "`vlrl protocols`",
     ]
 

@@ -54,7 +54,12 @@ class MetricSpec(Section):
     - ``wemath_four_dimensional``: the We-Math ``measure`` (``score_strict``, ``score_loose``,
       ``IK``, ``IG``, ``CM_strict``, ``CM_loose``, ``RM_strict``, ``RM_loose``) over the composite
       problems ``groups[group]``, whose questions ``groups[step]`` names (``2steps_1`` …
-      ``3steps_multi``): :func:`vlrl.scoring.metrics.wemath_four_dimensional`.
+      ``3steps_multi``): :func:`vlrl.scoring.metrics.wemath_four_dimensional`;
+    - ``coco_ap``: COCO AP@[.5:.95] of the detection items of ``tasks`` (None: all), every box
+      scored 1; with ``nms``, OVDEval's NMS-AP (its suppression against the ground truth
+      first): VLM-R1's Tables 3-4;
+    - ``greedy_precision`` / ``greedy_recall``: VLM-R1's greedy precision / recall at IoU 0.5
+      over the boxes of the detection items of ``tasks`` (VLM-R1's Table 3 GP / GR).
     """
 
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_+]*$")
@@ -66,6 +71,9 @@ class MetricSpec(Section):
         "task_accuracy",
         "task_sum",
         "wemath_four_dimensional",
+        "coco_ap",
+        "greedy_precision",
+        "greedy_recall",
     ]
     group: str | None = Field(
         None, description="all_correct / wemath_four_dimensional: the groups key of a group."
@@ -74,7 +82,8 @@ class MetricSpec(Section):
     of: list[str] = Field(default_factory=list, description="mean_of / task_sum: metric names.")
     tasks: list[str] | None = Field(
         None,
-        description="task_sum: the tasks summed (None: all); task_accuracy: the tasks counted.",
+        description="task_sum: the tasks summed (None: all); task_accuracy, coco_ap, "
+        "greedy_precision, greedy_recall: the tasks counted (None: all).",
     )
     scale: float = Field(1.0, gt=0)
     step: str | None = Field(
@@ -82,6 +91,9 @@ class MetricSpec(Section):
     )
     measure: WemathMeasure | None = Field(
         None, description="wemath_four_dimensional: which of We-Math's numbers."
+    )
+    nms: bool = Field(
+        False, description="coco_ap: OVDEval's NMS against the ground truth first (NMS-AP)."
     )
 
     @model_validator(mode="after")
@@ -92,6 +104,8 @@ class MetricSpec(Section):
             raise KeyProblems(("group", "kind 'all_correct' needs the groups key"))
         if self.kind == "task_accuracy" and not self.tasks:
             raise KeyProblems(("tasks", "kind 'task_accuracy' needs the tasks it counts"))
+        if self.nms and self.kind != "coco_ap":
+            raise KeyProblems(("nms", f"only kind 'coco_ap' reads it, not {self.kind!r}"))
         if self.kind in {"mean_of", "task_sum"} and not self.of:
             raise KeyProblems(("of", f"kind {self.kind!r} needs the metrics it combines"))
         if self.kind == "wemath_four_dimensional":

@@ -108,6 +108,27 @@ def prediction_of(
     )
 
 
+class Detection(BaseModel):
+    """One box of a detection answer: ``bbox_2d`` xyxy in pixels of the original image, and
+    its label (the words the model wrote, or the gold category's name)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bbox_2d: list[float] = Field(min_length=4, max_length=4)
+    label: str
+
+
+class Detections(BaseModel):
+    """A detection item's boxes as its corpus metrics read them (COCO AP, NMS-AP, greedy
+    precision and recall: :mod:`vlrl.scoring.detection_ap`): the boxes the protocol read from
+    the response, with labels the item asked about, and the gold boxes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    predicted: list[Detection]
+    gold: list[Detection]
+
+
 Method = Literal["rule", "judge", "failed"]
 """How an item's verdict was reached: by the rules, by the judge, or not at all (generation
 failed: scored 0)."""
@@ -136,6 +157,17 @@ class ScoredItem(BaseModel):
     judge_reply: str | None = None
     judge_error: str | None = None
     generation_error: str | None = None
+    detections: Detections | None = Field(
+        None, description="Detection items: the boxes read and the gold boxes (corpus metrics)."
+    )
+
+    @model_serializer(mode="wrap")
+    def _detections_only_for_detection(self, handler):
+        # Only detection items carry boxes: other scores files serialize as they did.
+        data = handler(self)
+        if self.detections is None:
+            data.pop("detections", None)
+        return data
 
     @property
     def scored(self) -> bool:

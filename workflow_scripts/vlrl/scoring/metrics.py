@@ -15,8 +15,15 @@ The kinds (declared in ``config/benchmarks/<name>.yaml``, :class:`vlrl.benchmark
   problems (the items sharing ``groups[group]``, one per sub-question and one for the multi-step
   question, told apart by ``groups[step]``): the strict / loose score, IK, IG, CM, RM
   (:func:`wemath_four_dimensional`).
+- ``coco_ap``: COCO AP@[.5:.95] over the detection items of ``tasks`` (default: all), every
+  predicted box scored 1; with ``nms``, OVDEval's NMS-AP (:func:`vlrl.scoring.detection_ap.
+  coco_ap`);
+- ``greedy_precision`` / ``greedy_recall``: VLM-R1's greedy precision / recall at IoU 0.5,
+  pooled over the boxes of the detection items of ``tasks`` (default: all)
+  (:func:`vlrl.scoring.detection_ap.greedy_precision_recall`).
 
-Each item is a dict with ``correct`` (0/1), ``task`` and ``groups`` (the score stage's items).
+Each item is a dict with ``correct`` (0/1), ``task`` and ``groups`` (the score stage's items;
+a detection item also ``detections``, its boxes).
 Values are fractions (``task_sum`` excepted: it is on the benchmark's own scale). Proportions
 (accuracy, all_correct, over items or groups; We-Math's IK, IG, CM, RM) carry a Wilson interval;
 the others carry none.
@@ -45,6 +52,7 @@ class Spec(Protocol):
     scale: float
     step: str | None
     measure: str | None
+    nms: bool
 
 
 def _proportion(k: int, n: int, confidence: float) -> dict[str, Any]:
@@ -341,6 +349,8 @@ def compute(
             results[spec.name] = _proportion(k, n, confidence)
         elif spec.kind == "mean_score":
             results[spec.name] = mean_score(scored, confidence)
+        elif spec.kind in DETECTION_KINDS:
+            results[spec.name] = _detection_metric(items, spec, confidence)
         elif spec.kind == "wemath_four_dimensional":
             results[spec.name] = {
                 **wemath_four_dimensional(
@@ -352,3 +362,28 @@ def compute(
             raise StageError(f"metric {spec.name}: unknown kind {spec.kind!r}")
         specs_by_name[spec.name] = spec
     return results
+
+
+DETECTION_KINDS = frozenset({"coco_ap", "greedy_precision", "greedy_recall"})
+"""The metric kinds computed from the detection items' boxes over the whole set."""
+
+
+def _detection_metric(
+    items: Sequence[dict[str, Any]], spec: Spec, confidence: float
+) -> dict[str, Any]:
+    """A ``coco_ap`` / ``greedy_precision`` / ``greedy_recall`` metric over the items of
+    ``spec.tasks`` (all items when None): :mod:`vlrl.scoring.detection_ap`. A precision with
+    nothing predicted is 0 (nothing right)."""
+    from vlrl.scoring.detection_ap import coco_ap, greedy_precision_recall
+
+    counted = [i for i in items if spec.tasks is None or i["task"] in set(spec.tasks)]
+    if not counted:
+        raise StageError(
+            f"metric {spec.name}: no items of tasks {list(spec.tasks or ())} (a subset of the "
+            "benchmark?)"
+        )
+    if spec.kind == "coco_ap":
+        return _value(coco_ap(counted, nms=spec.nms))
+    right, predicted, gold = greedy_precision_recall(counted)
+    n = predicted if spec.kind == "greedy_precision" else gold
+    return _proportion(right, n, confidence) if n else _value(0.0)

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from vlrl.core.errors import StageError
-from vlrl.items.predictions import Prediction, ScoredItem
+from vlrl.items.predictions import Detections, Prediction, ScoredItem
 from vlrl.scoring.candidate import Candidate
+from vlrl.scoring.detection import gold_detections, item_detections
 from vlrl.scoring.protocols import ScoringProtocol, get_protocol
 
 
@@ -43,6 +44,7 @@ def rule_scores(
                     score=0.0,
                     method="failed",
                     generation_error=prediction.error,
+                    detections=_no_boxes(prediction, where, lineno),
                 )
             )
             continue
@@ -62,14 +64,31 @@ def rule_scores(
         )
         try:
             extracted, score, correct = protocol.score(candidate)
+            # a detection item's boxes, for its benchmark's corpus metrics (COCO AP, NMS-AP)
+            boxes = item_detections(candidate) if prediction.problem_type == "detection" else None
         except (ValueError, RuntimeError) as exc:  # no rule for the type; a missing parser
             raise StageError(f"score: {where}:{lineno}: {exc}") from None
         items.append(
             ScoredItem(
-                **common, extracted=extracted, correct=correct, score=float(score), method="rule"
+                **common,
+                extracted=extracted,
+                correct=correct,
+                score=float(score),
+                method="rule",
+                detections=boxes,
             )
         )
     return items
+
+
+def _no_boxes(prediction: Prediction, where: Path, lineno: int) -> Detections | None:
+    """A failed detection item's boxes: none predicted, its gold ones (still to be found)."""
+    if prediction.problem_type != "detection":
+        return None
+    try:
+        return Detections(predicted=[], gold=gold_detections(prediction.answer, prediction.id))
+    except ValueError as exc:
+        raise StageError(f"score: {where}:{lineno}: {exc}") from None
 
 
 def _box_frames(

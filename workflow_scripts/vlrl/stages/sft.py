@@ -193,7 +193,8 @@ def train_args(
     if cfg.finetuning_type == "lora":
         args.update(lora_rank=cfg.lora_rank, lora_target="all")
     if cfg.deepspeed is not None:
-        args["deepspeed"] = str(paths.deepspeed_file(cfg.deepspeed))
+        # relative, as every other path here: the saved yaml hashes the same in every checkout
+        args["deepspeed"] = str(paths.deepspeed_file(cfg.deepspeed).relative_to(paths.root()))
     clash = sorted(set(cfg.extra) & (set(args) - OVERRIDABLE))
     if clash:
         raise StageError(

@@ -11,6 +11,12 @@
 - ``vlm_r1_od``: VLM-R1's OVD evaluation (om-ai-lab/VLM-R1@90052f4 ``src/eval/test_od_r1.py``):
   the first ```` ```json ``` ```` block's ``[0]["bbox_2d"]`` (else ``[0, 0, 0, 0]``), not
   rescaled, correct iff IoU > the threshold (:func:`vlrl.scoring.grounding.vlm_r1_od`);
+- ``vlm_r1_ovd``: VLM-R1's open-vocabulary detection tables (Tables 3-5; no script released):
+  the first ```` ```json ```` block's list of labelled boxes, as ``src/eval/test_od_r1.py``
+  reads it, the boxes whose label the item asked about kept; per item VLM-R1's greedy matching
+  (``grpo_jsonl.py`` ``detection_score``), and the benchmark's corpus metrics (COCO AP,
+  OVDEval's NMS-AP, greedy precision / recall) over every item
+  (:mod:`vlrl.scoring.detection`, :mod:`vlrl.scoring.detection_ap`);
 - ``vision_sr1``: Vision-SR1's evaluation (zli12321/Vision-SR1@4480e08 ``Evaluation/``):
   MathRuler ``grade_answer`` on the last ``\\boxed{}``, and the judge (Gemini there) on what
   that rule marks wrong when the experiment has one (:func:`vlrl.scoring.maths.vision_sr1`);
@@ -21,7 +27,7 @@
 
 from __future__ import annotations
 
-from vlrl.scoring import grounding, maths
+from vlrl.scoring import detection, grounding, maths
 from vlrl.scoring.protocols.base import ScoringProtocol
 
 PROTOCOLS = (
@@ -48,6 +54,16 @@ PROTOCOLS = (
         judge="none",
         covers=frozenset({"grounding"}),
         match=grounding.vlm_r1_od,
+    ),
+    ScoringProtocol(
+        name="vlm_r1_ovd",
+        title="VLM-R1 OVD tables (json box list, greedy match; COCO AP / NMS-AP over the set)",
+        source="om-ai-lab/VLM-R1@90052f4 src/eval/test_od_r1.py, "
+        "src/open-r1-multimodal/src/open_r1/grpo_jsonl.py detection_score; "
+        "om-ai-lab/OVDEval@2ba0aa9 eval.py",
+        judge="none",
+        covers=frozenset({"detection"}),
+        match=detection.vlm_r1_ovd,
     ),
     ScoringProtocol(
         name="vision_sr1",
