@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import io
 import json
 import math
 import re
 from typing import Any
 
+from vlrl.items.boxes import coco_precision, greedy_pairs
 from vlrl.rewards._rec import ANSWER, GroundTruthError, clean_text, iou
 
 _JSON_FENCE = re.compile(r"```json(.*?)```", re.DOTALL)
@@ -87,8 +87,6 @@ def _xywh(box: list) -> tuple[list, Any]:
 def _coco_stats(pred_key: str, gt_key: str) -> tuple[float, float]:
     """(AP@[.5:.95], AP50) of one prediction list against one ground-truth list (JSON keys)."""
     import numpy as np
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
 
     preds, gts = json.loads(pred_key), json.loads(gt_key)
     dataset: dict[str, list] = {
@@ -130,18 +128,8 @@ def _coco_stats(pred_key: str, gt_key: str) -> tuple[float, float]:
         )
     if not detections:
         return 0.0, 0.0
-    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints progress
-        coco_gt = COCO()
-        coco_gt.dataset = dataset
-        coco_gt.createIndex()
-        coco_eval = COCOeval(coco_gt, coco_gt.loadRes(detections), "bbox")
-        # Only the (area "all", maxDets 100) cell is read; evaluating just it is exact and ~4x
-        # faster than the full 4x3 grid. The means below are COCOeval.summarize's stats[0]/[1].
-        coco_eval.params.areaRng, coco_eval.params.areaRngLbl = [[0, 1e10]], ["all"]
-        coco_eval.params.maxDets = [100]
-        coco_eval.evaluate()
-        coco_eval.accumulate()
-    precision = coco_eval.eval["precision"][:, :, :, 0, 0]  # [iou_thr, recall, category]
+    precision = coco_precision(dataset, detections)  # [iou_thr, recall, category]
+    # the means below are COCOeval.summarize's stats[0] and stats[1]
 
     def mean_valid(values: Any) -> float:
         valid = values[values > -1]
@@ -236,23 +224,15 @@ def detection_score(
             except Exception:  # the released code scores any failure here as IoU 0
                 row.append(0.0)
         ious.append(row)
-    free_preds, free_gts = list(range(len(preds))), list(range(len(gts)))
+    pairs = greedy_pairs(ious, iou_threshold)
     matched: list[tuple[float, bool]] = []
-    while free_preds and free_gts:
-        best, bp, bg = -1.0, -1, -1
-        for p in free_preds:
-            for g in free_gts:
-                if ious[p][g] > best:
-                    best, bp, bg = ious[p][g], p, g
-        if best < iou_threshold:
-            break
-        same = _label(preds[bp]) == _label(gts[bg])
-        matched.append((best if same else 0.0, same))
-        free_preds.remove(bp)
-        free_gts.remove(bg)
+    for p, g in pairs:
+        same = _label(preds[p]) == _label(gts[g])
+        matched.append((ious[p][g] if same else 0.0, same))
+    free_gts, free_preds = len(gts) - len(pairs), len(preds) - len(pairs)
     position = sum(m[0] for m in matched) / len(gts) if matched else 0.0
     label = sum(1.0 for m in matched if m[1]) / len(gts) if matched else 0.0
-    completeness = 1.0 - (len(free_gts) / len(gts) + len(free_preds) / len(preds)) / 2.0
+    completeness = 1.0 - (free_gts / len(gts) + free_preds / len(preds)) / 2.0
     return (alpha * position + beta * label + gamma * completeness) / (alpha + beta + gamma)
 
 

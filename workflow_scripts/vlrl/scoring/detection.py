@@ -30,6 +30,7 @@ import math
 import re
 from typing import Any
 
+from vlrl.items.boxes import greedy_pairs
 from vlrl.items.predictions import Detection, Detections
 from vlrl.scoring.candidate import Candidate, Verdict
 from vlrl.scoring.grounding import vlm_r1_iou
@@ -134,20 +135,10 @@ def greedy_right(
     (0, 1)
     """
     ious = [[vlm_r1_iou(p.bbox_2d, g.bbox_2d) for g in gold] for p in predicted]
-    free_preds, free_golds = list(range(len(predicted))), list(range(len(gold)))
-    right = 0
-    while free_preds and free_golds:
-        best, best_pred, best_gold = -1.0, -1, -1
-        for p in free_preds:
-            for g in free_golds:
-                if ious[p][g] > best:
-                    best, best_pred, best_gold = ious[p][g], p, g
-        if best < iou_threshold:
-            break
-        right += predicted[best_pred].label.lower() == gold[best_gold].label.lower()
-        free_preds.remove(best_pred)
-        free_golds.remove(best_gold)
-    return right
+    return sum(
+        predicted[p].label.lower() == gold[g].label.lower()
+        for p, g in greedy_pairs(ious, iou_threshold)
+    )
 
 
 def vlm_r1_ovd(candidate: Candidate) -> Verdict:

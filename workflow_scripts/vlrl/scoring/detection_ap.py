@@ -19,14 +19,13 @@ label one category wherever it occurs (OVDEval's category list, mapped by name).
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from vlrl.core.errors import StageError
+from vlrl.items.boxes import coco_precision
 from vlrl.items.predictions import Detection
 from vlrl.scoring.detection import greedy_right
 
@@ -123,9 +122,6 @@ def coco_ap(items: Sequence[dict[str, Any]], nms: bool = False) -> float:
     Raises:
         StageError: an item without boxes, or no gold box at all.
     """
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
-
     pairs = _boxes(items)
     labels = sorted({d.label for predicted, gold in pairs for d in (*predicted, *gold)})
     category = {label: i for i, label in enumerate(labels)}
@@ -153,17 +149,7 @@ def coco_ap(items: Sequence[dict[str, Any]], nms: bool = False) -> float:
         "annotations": annotations,
         "categories": [{"id": i, "name": label} for label, i in category.items()],
     }
-    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints its progress
-        gt = COCO()
-        gt.dataset = dataset
-        gt.createIndex()
-        evaluation = COCOeval(gt, gt.loadRes(results), "bbox")
-        # stats[0] reads one cell (area all, 100 detections): evaluating it alone is exact
-        evaluation.params.areaRng, evaluation.params.areaRngLbl = [[0, 1e10]], ["all"]
-        evaluation.params.maxDets = [100]
-        evaluation.evaluate()
-        evaluation.accumulate()
-    precision = evaluation.eval["precision"][:, :, :, 0, 0]  # [iou thr, recall, category]
+    precision = coco_precision(dataset, results)  # [iou thr, recall, category]
     valid = precision[precision > -1]
     return float(np.mean(valid)) if valid.size else 0.0
 

@@ -25,8 +25,9 @@ from typing import Any
 from PIL import Image
 
 from vlrl.core.errors import DataError
-from vlrl.data.formats import ImageStore, Row
+from vlrl.data.formats import ImageStore, Row, record
 from vlrl.data.formats.refcoco import fit_box, xywh_to_xyxy
+from vlrl.items.records import Record
 
 OVD_QUESTION = (
     "Please carefully check the image and detect the following objects: {labels}. Output the "
@@ -130,6 +131,36 @@ def gold_boxes(
         gold.append((label, box))
         fitted.append(inside)
     return gold, fitted
+
+
+def detection_record(
+    row: Row,
+    pictures: Pictures,
+    boxes: list[tuple[str, list[float]]],
+    labels: list[str],
+    *,
+    id: str,
+    data_source: str,
+    task: str,
+) -> Record:
+    """One image's record: its picture (:class:`Pictures`), asked about ``labels``
+    (:func:`ovd_question`), its gold ``boxes`` (COCO xywh) as the answer and, fitted to the
+    picture, as the record's boxes (:func:`gold_boxes`)."""
+    rel, width, height = pictures.get(row.text("file_name"), row)
+    gold, fitted = gold_boxes(row, boxes, width, height)
+    return record(
+        row,
+        id=id,
+        images=[rel],
+        problem=ovd_question(labels),
+        answer=gold_answer(gold),
+        problem_type="detection",
+        options=labels,
+        boxes=fitted,
+        image_sizes=[[width, height]],
+        data_source=data_source,
+        task=task,
+    )
 
 
 class Pictures:

@@ -31,15 +31,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.core.errors import DataError
-from vlrl.data.formats import ImageStore, Row, record
+from vlrl.data.formats import ImageStore, Row
 from vlrl.data.formats._detection import (
     Pictures,
     boxes_by_image,
     category_names,
-    gold_answer,
-    gold_boxes,
+    detection_record,
     load_json,
-    ovd_question,
 )
 from vlrl.items.records import Record
 
@@ -91,20 +89,15 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
         raise DataError(f"{source}: no COCO val2017 pictures ({' or '.join(PICTURES)})")
     pictures = Pictures(found[0], (row.text("file_name") for row in kept), images)
     for row in kept:
-        rel, width, height = pictures.get(row.text("file_name"), row)
-        gold, fitted = gold_boxes(row, boxes[row.field("id")], width, height)
+        found = boxes[row.field("id")]
         yield (
             SPLIT,
-            record(
+            detection_record(
                 row,
+                pictures,
+                found,
+                labels,
                 id=f"coco-{row.field('id')}",
-                images=[rel],
-                problem=ovd_question(labels),
-                answer=gold_answer(gold),
-                problem_type="detection",
-                options=labels,
-                boxes=fitted,
-                image_sizes=[[width, height]],
                 data_source="coco",
                 task=TASK,
             ),

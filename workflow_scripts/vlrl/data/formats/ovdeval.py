@@ -36,15 +36,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from vlrl.data.formats import ImageStore, Row, record
+from vlrl.data.formats import ImageStore, Row
 from vlrl.data.formats._detection import (
     Pictures,
     boxes_by_image,
     category_names,
-    gold_answer,
-    gold_boxes,
+    detection_record,
     load_json,
-    ovd_question,
 )
 from vlrl.items.records import Record
 
@@ -91,21 +89,16 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
             source / f"{task}.tar.gz", (row.text("file_name") for row in rows), images
         )
         for row in rows:
-            rel, width, height = pictures.get(row.text("file_name"), row)
             labels = labels_of(row)
-            gold, fitted = gold_boxes(row, boxes.get(row.field("id"), []), width, height)
+            found = boxes.get(row.field("id"), [])
             yield (
                 SPLIT,
-                record(
+                detection_record(
                     row,
+                    pictures,
+                    found,
+                    labels,
                     id=f"{task}-{row.field('id')}",
-                    images=[rel],
-                    problem=ovd_question(labels),
-                    answer=gold_answer(gold),
-                    problem_type="detection",
-                    options=labels,
-                    boxes=fitted,
-                    image_sizes=[[width, height]],
                     data_source=DATA_SOURCE,
                     task=task,
                 ),
