@@ -122,9 +122,10 @@ smoke: setup
 engines: setup setup-gpu-cpu
 	pytest -m engines --timeout 3600 -v tests/pipeline/test_engines_vllm.py tests/pipeline/test_engines_deepspeed.py
 
-## cluster: preemption on the Slurm cluster of .ci/slurm-up (root; Debian): a GRPO job
-## preempted under PreemptMode=REQUEUE and under CANCEL resumes to the uninterrupted policy
-## (README: "Run on a cluster"); each needs the whole node, so they run one at a time
+## cluster: stop signals on the Slurm cluster of .ci/slurm-up (root; Debian): a GRPO job sent
+## Slurm's stop signal, and one preempted under PreemptMode=REQUEUE and under CANCEL, resume to
+## the uninterrupted policy (README: "Run on a cluster"); each needs the whole node, so they run
+## one at a time (mostly waiting on Slurm: CI runs it beside make reproduce)
 cluster: setup
 	pytest -m cluster --timeout 3600 -v -s tests/pipeline/test_slurm_preemption.py
 

@@ -597,3 +597,30 @@ def test_join_deepspeed_joins_the_runs_group_and_sets_its_log_level(
     monkeypatch.setitem(sys.modules, "deepspeed.utils.logging", logging_module)
     trl_setup.join_deepspeed(SimpleNamespace(world_size=world_size, should_log=should_log))
     assert calls == [*(["init_distributed"] if joined else []), ("level", level)]
+
+
+def test_checking_extra_options_imports_no_torch_once_cached(tmp_path, monkeypatch) -> None:
+    """Snakemake checks every experiment at each start: with the option names cached, checking
+    ``grpo.extra`` imports neither TRL nor transformers nor torch (seconds each)."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    trl_setup.trl_grpo_options()
+    code = (
+        "import sys; from vlrl.algorithms import trl_setup; from vlrl.config import GRPOConfig;"
+        "print(trl_setup.extra_problems(GRPOConfig(extra={'nope': 1, 'learning_rate': 1})));"
+        "print(sorted(m for m in ('torch', 'transformers', 'trl') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[1] == "[]", out.stdout
+    assert "extra.nope" in out.stdout and "extra.learning_rate" in out.stdout
+
+
+def test_no_extra_options_ask_nothing_of_trl(tmp_path, monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "trl", None)
+    assert trl_setup.extra_problems(GRPOConfig()) == []
+    assert not (tmp_path / "vlrl").exists()

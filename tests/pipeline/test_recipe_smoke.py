@@ -61,6 +61,22 @@ def test_the_whole_dag_ran(ran: Project, smoke: str) -> None:
         assert (ran.root / "results" / smoke / "grpo" / "dvclive").is_dir()
 
 
+@pytest.mark.parametrize("smoke", [s for s in SMOKES if s != "vlm_r1_rec_sft_smoke"])
+def test_grpo_logged_each_reward_term_of_the_recipe_in_range(ran: Project, smoke: str) -> None:
+    """The recipe's algorithm trained, and each of its reward terms was logged at every step
+    within [0, 1] (None: no row of that step has what the reward reads)."""
+    recipe = yaml.safe_load((ran.root / f"results/{smoke}/params/grpo.yaml").read_text())
+    summary = json.loads((ran.root / f"results/{smoke}/grpo/train_summary.json").read_text())
+    grpo = recipe["grpo"]
+    assert summary["algorithm"] == grpo["algorithm"] and summary["steps"] == grpo["max_steps"]
+    steps = [h for h in summary["log_history"] if "reward" in h]
+    assert steps, summary["log_history"]
+    for name in grpo["rewards"]:
+        values = [h.get(f"rewards/{name}/mean") for h in steps]
+        assert len(values) == len(steps) and any(v is not None for v in values), (name, values)
+        assert all(0.0 <= v <= 1.0 for v in values if v is not None), (name, values)
+
+
 def test_each_recipe_trained_on_its_own_data(ran: Project) -> None:
     for smoke, dataset in [
         ("vlm_r1_rec_smoke", "smoke_vlm_r1_rec_train"),

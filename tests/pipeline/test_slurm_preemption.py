@@ -8,10 +8,14 @@ process (vlrl.cluster.relay passes it on), and preemption by QOS in both modes.
 - Slurm's stop signal, SIGURG (:func:`vlrl.cluster.preemption.signal_option`), sent as
   ``scancel --signal=URG <job>`` does to the job's steps: what ``sbatch --signal=URG@<s>`` sends
   before the time limit. The job also carries that option through the plugin's ``slurm_extra``,
-  as ``stage_resources`` gives it. In ``make test``.
+  as ``stage_resources`` gives it.
 - Preemption: a ``vlrl-high`` job takes the node from the GRPO job of QOS ``vlrl-low``
   (PreemptMode=REQUEUE) or ``vlrl-low-cancel`` (PreemptMode=CANCEL): SIGTERM, then 60 s of
-  GraceTime. In ``make cluster`` (each needs the whole node, which make test's other jobs share).
+  GraceTime.
+
+The signalled and the preempted GRPO jobs run in ``make cluster`` (each needs the whole node,
+which ``make pipeline``'s other jobs share), one after the other, from the one SFT model and
+uninterrupted policy the module builds; the relay test below runs in ``make pipeline``.
 """
 
 from __future__ import annotations
@@ -182,6 +186,7 @@ def trained_to_sft(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, s
     return project, hashlib.sha256((local.root / POLICY).read_bytes()).hexdigest()
 
 
+@pytest.mark.cluster
 def test_a_signalled_grpo_job_checkpoints_requeues_and_resumes(
     tmp_path_factory: pytest.TempPathFactory, trained_to_sft: tuple[Project, str]
 ) -> None:

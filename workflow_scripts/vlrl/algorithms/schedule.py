@@ -9,12 +9,12 @@ or ``grpo.schedule_epochs`` is what the trainer's scheduler (and warm-up) is pla
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from transformers import TrainerCallback
-
-from vlrl.cluster.timelimit import StopAtStep
 from vlrl.config import GRPOConfig
+
+if TYPE_CHECKING:  # transformers takes seconds to import: the checks read horizon_options only
+    from transformers import TrainerCallback
 
 
 def horizon_options(cfg: GRPOConfig) -> dict[str, Any]:
@@ -47,6 +47,8 @@ def plans_beyond_the_stop(cfg: GRPOConfig) -> bool:
 def stop_callbacks(cfg: GRPOConfig) -> list[TrainerCallback]:
     """:class:`StopAtStep` at ``max_steps`` where the schedule is planned apart, else none (the
     trainer stops at the end of its schedule)."""
+    from vlrl.cluster.timelimit import StopAtStep
+
     if not plans_beyond_the_stop(cfg):
         return []
     planned_by = (

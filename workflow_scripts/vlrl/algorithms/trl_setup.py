@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vlrl.algorithms.trl_options import trl_grpo_options
 from vlrl.config import ExperimentConfig, GRPOConfig
 from vlrl.core import paths
 from vlrl.core.errors import StageError
@@ -113,18 +114,24 @@ SERVER_OPTIONS = frozenset(
 
 
 def trl_kwargs(
-    cfg: GRPOConfig, output_dir: Path, seed: int, server: TRLServer | None = None
+    cfg: GRPOConfig,
+    output_dir: Path,
+    seed: int,
+    server: TRLServer | None = None,
+    gpu: bool | None = None,
 ) -> dict[str, Any]:
     """The TRL GRPOConfig options vlrl sets from the experiment's grpo section (TRL 1.16 option
     names), ``grpo.extra`` not included. With ``vllm_mode: server``, the server's address and
     weight-update port come from ``server``, else from ``$VLRL_TRL_VLLM_SERVER`` (set by
     :func:`vlrl.serving.trl_vllm.trl_vllm_server` for the stage and its ranks); without either they
-    are left out (:func:`trl_config` refuses that)."""
-    import torch
+    are left out (:func:`trl_config` refuses that). ``gpu``: whether to train in bf16 on GPUs;
+    None asks torch."""
+    from vlrl.algorithms.schedule import horizon_options
 
-    from vlrl.algorithms.schedule import horizon_options  # (imports transformers)
+    if gpu is None:
+        import torch
 
-    gpu = torch.cuda.is_available()
+        gpu = torch.cuda.is_available()
     kwargs: dict[str, Any] = {}
     if cfg.use_vllm:
         kwargs |= {
@@ -204,12 +211,11 @@ OVERRIDABLE = frozenset(
 def extra_problems(cfg: GRPOConfig) -> list[tuple[str, str]]:
     """``(key, why)`` for each ``grpo.extra`` option that TRL's GRPOConfig does not have or
     that vlrl sets itself from a modelled key (two declarations of one fact)."""
-    import dataclasses
-
-    from trl import GRPOConfig as TRLGRPOConfig
-
-    options = {f.name for f in dataclasses.fields(TRLGRPOConfig)}
-    modelled = set(trl_kwargs(cfg.model_copy(update={"use_vllm": True}), Path("."), 0))
+    if not cfg.extra:
+        return []
+    options = trl_grpo_options()  # (cached: TRL's import takes seconds)
+    # the keys, not their values: no GPU check (torch takes seconds to import)
+    modelled = set(trl_kwargs(cfg.model_copy(update={"use_vllm": True}), Path("."), 0, gpu=False))
     modelled |= SERVER_OPTIONS
     problems = []
     for key in cfg.extra:

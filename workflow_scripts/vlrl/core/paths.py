@@ -40,6 +40,12 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+def user_cache() -> Path:
+    """vlrl's cache in the user's home, shared by every checkout: ``$XDG_CACHE_HOME/vlrl``,
+    else ``~/.cache/vlrl``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "vlrl"
+
+
 def _rel(*parts: str) -> Path:
     return Path(*parts)
 
