@@ -87,6 +87,7 @@ TARGETS: dict[str, list[str]] = {
             "reads",
             "rescoring",
             "show",
+            "slurm_polling",
             "slurm_preempted",
         )
     ],
@@ -214,6 +215,7 @@ TESTS: dict[str, list[str]] = {
         "tests/workflow/test_rescoring_rows.py",
         "tests/workflow/test_show_origins.py",
         "tests/workflow/test_slurm_preempted_wrap.py",
+        "tests/workflow/test_slurm_polling.py",
     ],
 }
 # Pipeline tests (training, whole DAGs) are too slow to run per mutant; unit tests cover these

@@ -26,11 +26,17 @@ from vlrl.core import paths
 from vlrl.workflow import cores, resolve
 from vlrl.workflow.check import load_checked
 from vlrl.workflow.stage_deps import code_files
+from vlrl.workflow.slurm_polling import cap_status_interval, status_interval_cap
 from vlrl.workflow.slurm_preempted import report_preempted_as_failed
 
 # On a Slurm cluster, a job cancelled by preemption (PreemptMode=CANCEL) fails and is retried
-# instead of being waited on for ever (vlrl.workflow.slurm_preempted).
+# instead of being waited on for ever (vlrl.workflow.slurm_preempted); $VLRL_SLURM_STATUS_MAX_S
+# bounds the wait between two looks at the jobs (vlrl.workflow.slurm_polling).
 report_preempted_as_failed()
+try:
+    cap_status_interval(status_interval_cap())
+except ValueError as error:
+    raise WorkflowError(str(error)) from None
 
 
 wildcard_constraints:

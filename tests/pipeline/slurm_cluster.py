@@ -15,12 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from vlrl.workflow.slurm_polling import ENV as STATUS_CAP
+
 ARTIFACTS = ("results", "resources", "reports")
 UP_STATES = {"idle", "mixed", "allocated", "completing"}
 """sinfo's states (%T) of a node that takes jobs now or once its running ones end."""
 ON_SLURM = [
+    # a one-node test cluster answers at once: look at the jobs every few seconds, never the
+    # plugin's up to 180 s between two looks while no job ends (vlrl.workflow.slurm_polling)
+    *("env", f"{STATUS_CAP}=5"),
     *("snakemake", "--profile", "profiles/slurm"),
-    # a one-node test cluster answers at once: look at the jobs every few seconds
     *("--slurm-init-seconds-before-status-checks", "2", "--latency-wait", "5"),
 ]
 
