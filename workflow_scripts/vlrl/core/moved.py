@@ -8,7 +8,8 @@ the new modules, and the first import warns with a :class:`MovedWarning` that na
 next release removes the old paths. The package's own code uses the new paths only (a test
 checks it).
 
->>> import warnings
+>>> import sys, warnings
+>>> _ = sys.modules.pop("vlrl.errors", None)  # (a first import, whatever ran before)
 >>> with warnings.catch_warnings(record=True) as caught:
 ...     warnings.simplefilter("always")
 ...     from vlrl.errors import ConfigError
