@@ -118,9 +118,10 @@ smoke: setup
 ## (.venv-gpu-cpu): vLLM inference beside the hf backend, `vllm serve` as judge and reward
 ## model, GRPO with TRL's vLLM rollouts (colocate; server mode up to its NCCL weight sync),
 ## LLaMA-Factory and TRL under DeepSpeed ZeRO-2/3 with two ranks, killed and resumed, merged
-## (README: "The GPU path on a CPU"; about 11 min in a clean clone; both cores)
+## (README: "The GPU path on a CPU"; both cores). The two files side by side (--dist loadfile):
+## each waits much of its time on servers starting and ranks meeting
 engines: setup setup-gpu-cpu
-	pytest -m engines --timeout 3600 -v tests/pipeline/test_engines_vllm.py tests/pipeline/test_engines_deepspeed.py
+	pytest -m engines -n 2 --dist loadfile --timeout 3600 -v tests/pipeline/test_engines_vllm.py tests/pipeline/test_engines_deepspeed.py
 
 ## cluster: stop signals on the Slurm cluster of .ci/slurm-up (root; Debian): a GRPO job sent
 ## Slurm's stop signal, and one preempted under PreemptMode=REQUEUE and under CANCEL, resume to
