@@ -15,7 +15,7 @@ export PYTHONHASHSEED := 0
 # again.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: setup setup-gpu setup-gpu-cpu engines cluster pipeline check-locks run run-snakemake resume test reproduce smoke mutate test-fast lint format lock lock-gpu dvc-yaml clean
+.PHONY: setup setup-gpu setup-gpu-cpu engines recipes cluster pipeline check-locks run run-snakemake resume test reproduce smoke mutate test-fast lint format lock lock-gpu dvc-yaml clean
 
 setup: $(STAMPS)/main $(STAMPS)/sft $(STAMPS)/latex
 
@@ -90,22 +90,22 @@ resume: setup
 	snakemake --profile profiles/local
 
 ## test: set up, then lint, dry-run the DAG, unit tests, doctests and the stages' real runs on the
-## tiny model (about 15 min; both cores)
+## tiny model (about 20 min; both cores)
 test: setup
 	ruff check .
 	ruff format --check .
 	snakemake --lint
-	pytest -m "not pipeline and not reproduction and not smoke and not engines and not cluster" -n 2 --dist loadfile --timeout 3600 --durations 15
+	pytest -m "not pipeline and not reproduction and not smoke and not engines and not cluster and not recipes" -n 2 --dist loadfile --timeout 3600 --durations 15
 
 ## pipeline: the README's workflows end to end on shrunk copies of the default (tests/pipeline):
 ## Snakemake and DVC hand-overs, what each edit reruns, interrupted runs, the same bits on two
-## CPUs, and the DAG on .ci/slurm-up's Slurm (about 20 min; both cores)
+## CPUs, and the DAG on .ci/slurm-up's Slurm (about 26 min; both cores)
 pipeline: setup
 	pytest -m "pipeline and not reproduction and not smoke and not engines and not cluster" -n 2 --dist loadfile --timeout 3600 --durations 15 tests/pipeline
 
 ## reproduce: the whole default from scratch in a fresh git + DVC copy: the committed dvc.lock
 ## and metrics byte for byte, SFT above base and SFT+GRPO above SFT beyond their intervals,
-## dvc exp / plots (about 6 min; both cores)
+## dvc exp / plots (about 15 min; both cores)
 reproduce: setup
 	pytest -m reproduction --timeout 3600 -v tests/pipeline/test_tiny_shapes.py
 
@@ -118,10 +118,15 @@ smoke: setup
 ## (.venv-gpu-cpu): vLLM inference beside the hf backend, `vllm serve` as judge and reward
 ## model, GRPO with TRL's vLLM rollouts (colocate; server mode up to its NCCL weight sync),
 ## LLaMA-Factory and TRL under DeepSpeed ZeRO-2/3 with two ranks, killed and resumed, merged
-## (README: "The GPU path on a CPU"; both cores). The two files side by side (--dist loadfile):
-## each waits much of its time on servers starting and ranks meeting
+## (README: "The GPU path on a CPU"; about 13 min in a clean clone; both cores)
 engines: setup setup-gpu-cpu
-	pytest -m engines -n 2 --dist loadfile --timeout 3600 -v tests/pipeline/test_engines_vllm.py tests/pipeline/test_engines_deepspeed.py
+	pytest -m engines --timeout 3600 -v tests/pipeline/test_engines_vllm.py tests/pipeline/test_engines_deepspeed.py
+
+## recipes: Vision-SR1's and SophiaVL's recipes primed by LLaMA-Factory, then a few real GRPO
+## steps with their own algorithm and rewards (tests/algorithms/test_recipes.py; about 6 min;
+## kept out of make test and CI for CI's time limit: make smoke runs every recipe end to end)
+recipes: setup
+	pytest -m recipes --timeout 3600 -v tests/algorithms/test_recipes.py
 
 ## cluster: stop signals on the Slurm cluster of .ci/slurm-up (root; Debian): a GRPO job sent
 ## Slurm's stop signal, and one preempted under PreemptMode=REQUEUE and under CANCEL, resume to

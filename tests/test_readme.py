@@ -29,6 +29,7 @@ EXPENSIVE = (
     "make reproduce",
     "make smoke",
     "make engines",
+    "make recipes",
     "make setup-gpu",
     "make check-locks",
     "make run-snakemake",

@@ -75,6 +75,7 @@ def primed(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path):
 
 
 @pytest.mark.slow
+@pytest.mark.recipes  # make recipes: out of make test and CI for CI's time limit
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_recipe_runs_real_steps(recipe, primed, project, monkeypatch):
     model_dir, data_dir = primed(recipe)
