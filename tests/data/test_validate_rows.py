@@ -189,3 +189,11 @@ def test_the_summary_lists_up_to_its_limit_and_counts_the_rest():
     assert checked.summary("f", limit=3) == (
         "f: 3 of 5 rows are invalid:\n  f:1: id 1: bad\n  f:2: id 2: bad\n  f:3: id 3: bad"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [('{"id": "r7", "answer": ', "r7"), ('{"answer": "2", ', None), ("not json", None)],
+)
+def test_the_id_of_a_line_that_does_not_parse_is_read_off_it_when_it_shows(text, expected):
+    assert validate._guess_id(text) == expected

@@ -126,6 +126,19 @@ def test_each_checkpoint_gets_its_own_row_and_one_without_every_part_none() -> N
     assert rows[3]["combines"] == "b+a"
 
 
+def test_a_checkpoint_without_every_part_leaves_out_only_its_own_row() -> None:
+    # base, the first checkpoint, lacks b: sft and grpo after it still get theirs
+    results = [row("a", 4, 1, "base"), *(row(b, 4, 2, c) for c in ("sft", "grpo") for b in "ab")]
+    rows = combined_rows(results, {"ab": ["a", "b"]}, 0.95)
+    assert [r["checkpoint"] for r in rows] == ["sft", "grpo"]
+
+
+@pytest.mark.parametrize("combines", ["", None, float("nan")])
+def test_a_row_without_a_combined_name_has_no_parts(combines) -> None:
+    # a NaN is what a combined column of results.csv holds for a benchmark's own row
+    assert parts({"benchmark": "a", "combines": combines}) == []
+
+
 @pytest.mark.parametrize("seed", range(200))
 def test_the_combined_accuracy_is_the_released_weighted_mmmu_pro(seed: int) -> None:
     """Differential: random item counts and correct counts of the three settings (and of other

@@ -21,6 +21,13 @@ def test_the_cap_is_read_from_the_environment(raw: str, expected: float | None) 
     assert status_interval_cap({}) is None
 
 
+def test_without_a_mapping_the_process_environment_is_read(monkeypatch) -> None:
+    monkeypatch.setenv(ENV, " 7 ")
+    assert status_interval_cap() == 7.0
+    monkeypatch.delenv(ENV)
+    assert status_interval_cap() is None
+
+
 @pytest.mark.parametrize("raw", ["0", "-3", "five", "nan"])
 def test_a_cap_that_is_no_positive_number_is_refused_by_name(raw: str) -> None:
     with pytest.raises(ValueError) as caught:

@@ -92,6 +92,15 @@ def category_names(data: Mapping[str, Any], file: str) -> dict[Any, str]:
     return names
 
 
+def image_rows(data: Mapping[str, Any], file: str) -> list[Row]:
+    """The rows of the file's ``images``, each an object (else an error naming it)."""
+    rows = [Row(f"{file} images", i, image) for i, image in enumerate(data["images"])]
+    for row in rows:
+        if not isinstance(row.data, dict):
+            raise row.error(f"is not an object: {row.data!r}")
+    return rows
+
+
 def boxes_by_image(
     data: Mapping[str, Any], names: Mapping[Any, str], file: str
 ) -> dict[Any, list[tuple[str, list[float]]]]:
@@ -99,6 +108,8 @@ def boxes_by_image(
     found: dict[Any, list[tuple[str, list[float]]]] = {}
     for index, annotation in enumerate(data["annotations"]):
         row = Row(f"{file} annotations", index, annotation)
+        if not isinstance(annotation, dict):
+            raise row.error(f"is not an object: {annotation!r}")
         category = row.field("category_id")
         if category not in names:
             raise row.error(f"category_id {category!r} is not one of the file's categories")

@@ -31,12 +31,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from vlrl.core.errors import DataError
-from vlrl.data.formats import ImageStore, Row
+from vlrl.data.formats import ImageStore
 from vlrl.data.formats._detection import (
     Pictures,
     boxes_by_image,
     category_names,
     detection_record,
+    image_rows,
     load_json,
 )
 from vlrl.items.records import Record
@@ -75,7 +76,7 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
     names = category_names(data, file)
     labels = list(names.values())
     boxes = boxes_by_image(data, names, file)
-    rows = [Row(f"{file} images", i, image) for i, image in enumerate(data["images"])]
+    rows = image_rows(data, file)
     kept = [row for row in rows if keep(boxes.get(row.field("id"), []))]
     if not kept:
         raise DataError(f"{annotations}: no image has boxes of at most {MAX_BOXES} per category")

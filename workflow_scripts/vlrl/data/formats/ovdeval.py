@@ -42,6 +42,7 @@ from vlrl.data.formats._detection import (
     boxes_by_image,
     category_names,
     detection_record,
+    image_rows,
     load_json,
 )
 from vlrl.items.records import Record
@@ -81,10 +82,7 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
         data = load_json(source / file)
         names = category_names(data, file)
         boxes = boxes_by_image(data, names, file)
-        rows = [Row(f"{file} images", i, image) for i, image in enumerate(data["images"])]
-        for row in rows:
-            if not isinstance(row.data, dict):
-                raise row.error(f"is not an object: {row.data!r}")
+        rows = image_rows(data, file)
         pictures = Pictures(
             source / f"{task}.tar.gz", (row.text("file_name") for row in rows), images
         )
