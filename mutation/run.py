@@ -244,9 +244,31 @@ def _toml_list(values: list[str]) -> str:
     return "[" + ", ".join(f'"{v}"' for v in values) + "]"
 
 
-def prepare(group: str, fresh: bool) -> Path:
-    """Write ``.mutate/<group>/``: the package copy, the tests link and mutmut's configuration."""
-    workspace = WORKSPACE / group
+def workspace_of(group: str, part: list[str] | None = None) -> Path:
+    """``.mutate/<group>/``, or for a part of the group ``.mutate/<group>--<its files' stems>/``.
+
+    >>> workspace_of("stages", ["vlrl/stages/infer.py"]).name
+    'stages--infer'
+    """
+    if not part:
+        return WORKSPACE / group
+    return WORKSPACE / f"{group}--{'-'.join(Path(p).stem for p in part)}"
+
+
+def check_part(group: str, part: list[str]) -> None:
+    """Each file of ``part`` must be one of the group's (its globs, matched as mutmut does)."""
+    outside = [p for p in part if not any(fnmatch.fnmatch(p, g) for g in TARGETS[group])]
+    if outside:
+        raise typer.BadParameter(f"--part {outside} not in group {group}'s {TARGETS[group]}")
+
+
+def prepare(
+    group: str, fresh: bool, part: list[str] | None = None, tests: list[str] | None = None
+) -> Path:
+    """Write the group's workspace (:func:`workspace_of`): the package copy, the tests link and
+    mutmut's configuration; ``part`` (files of the group) and ``tests`` narrow what is mutated
+    and what runs against it."""
+    workspace = workspace_of(group, part)
     if fresh and workspace.exists():
         shutil.rmtree(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
@@ -284,8 +306,8 @@ def prepare(group: str, fresh: bool) -> Path:
         link.symlink_to(target)
     # mutmut puts mutants/ on sys.path: the plugin that empties caches between tests
     shutil.copy2(ROOT / "mutation" / "fresh_caches.py", mutants / "fresh_caches.py")
-    only = [f"src/{glob}" for glob in TARGETS[group]]
-    selection = TESTS[group]
+    only = [f"src/{glob}" for glob in part or TARGETS[group]]
+    selection = tests or TESTS[group]
     missing = [path for path in selection if not (ROOT / path).exists()]
     if missing:
         raise typer.BadParameter(f"mutation/run.py TESTS names missing test paths: {missing}")
@@ -424,30 +446,59 @@ def main(
             "'vlrl.reporting.blind.*'); with --no-fresh a group is measured a part at a time"
         ),
     ] = None,
+    part: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="mutate only this file of the group (repeatable: vlrl/stages/infer.py), in a "
+            "workspace of its own (.mutate/<group>--<stem>/); with --tests, a module is "
+            "measured with the tests that reach it, in minutes"
+        ),
+    ] = None,
+    tests: Annotated[
+        list[str] | None,
+        typer.Option(help="run these test paths instead of the group's (repeatable)"),
+    ] = None,
 ) -> None:
     """Run mutmut on the target groups and print the score per module."""
     groups = groups or list(TARGETS)
     unknown = [g for g in groups if g not in TARGETS]
     if unknown:
         raise typer.BadParameter(f"unknown target group(s) {unknown}; known: {list(TARGETS)}")
+    if part and len(groups) != 1:
+        raise typer.BadParameter("--part names files of one group")
     results: dict[str, str] = {}
     for group in groups:
+        if part:
+            check_part(group, part)
+        workspace = workspace_of(group, part)
         if not report_only:
             again: list[str] = list(only or [])
             if survivors:
-                last = statuses(WORKSPACE / group)
+                last = statuses(workspace)
                 again = [n for n, status in last.items() if status not in CAUGHT]
                 if only:
                     again = [n for n in again if any(fnmatch.fnmatch(n, p) for p in only)]
             if survivors and not again:
                 print(f"{group}: no mutant left to test again")
             else:
-                workspace = prepare(group, fresh=fresh and not survivors)
+                prepare(group, fresh=fresh and not survivors, part=part, tests=tests)
                 run = _mutmut(workspace, "run", "--max-children", str(max_children), *again)
                 if run.returncode:
                     raise typer.Exit(run.returncode)
-        if (WORKSPACE / group / "mutants").is_dir():
-            results.update(statuses(WORKSPACE / group))
+                if survivors:
+                    # mutmut forgets the results of the mutants whose tests changed (a test
+                    # added reaches their function): those are judged again too
+                    unjudged = [n for n, s in statuses(workspace).items() if s == "not checked"]
+                    if only:
+                        unjudged = [n for n in unjudged if any(fnmatch.fnmatch(n, p) for p in only)]
+                    if unjudged:
+                        run = _mutmut(
+                            workspace, "run", "--max-children", str(max_children), *unjudged
+                        )
+                        if run.returncode:
+                            raise typer.Exit(run.returncode)
+        if (workspace / "mutants").is_dir():
+            results.update(statuses(workspace))
     report(results)
 
 

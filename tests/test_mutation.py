@@ -99,7 +99,9 @@ def test_the_mutants_each_run_asks_mutmut_for(run, monkeypatch, tmp_path, args, 
     prepared: list[bool] = []
     monkeypatch.setattr(run, "WORKSPACE", tmp_path)
     monkeypatch.setattr(run, "statuses", lambda workspace: last)
-    monkeypatch.setattr(run, "prepare", lambda group, fresh: prepared.append(fresh) or tmp_path)
+    monkeypatch.setattr(
+        run, "prepare", lambda group, fresh, **kw: prepared.append(fresh) or tmp_path
+    )
     monkeypatch.setattr(
         run,
         "_mutmut",
@@ -109,6 +111,58 @@ def test_the_mutants_each_run_asks_mutmut_for(run, monkeypatch, tmp_path, args, 
     assert result.exit_code == 0, result.output
     assert calls == asked
     assert prepared == ([] if not asked else ["--survivors" not in args])
+
+
+def test_a_part_of_a_group_runs_in_its_own_workspace_with_its_tests(run, monkeypatch, tmp_path):
+    """--part and --tests: the group's file alone, its chosen tests, a workspace of its own; a
+    survivors run then judges the mutants mutmut forgot when the tests changed."""
+    from typer.testing import CliRunner
+
+    before = {
+        "vlrl.stages.infer.x_run__mutmut_1": "survived",
+        "vlrl.stages.infer.x_f__mutmut_2": "killed",
+    }
+    after = {
+        "vlrl.stages.infer.x_run__mutmut_1": "killed",
+        "vlrl.stages.infer.x_f__mutmut_2": "not checked",
+    }
+    seen: list = []
+    calls: list = []
+    prepared: list = []
+    monkeypatch.setattr(run, "WORKSPACE", tmp_path)
+    monkeypatch.setattr(
+        run, "statuses", lambda ws: seen.append(ws.name) or (after if calls else before)
+    )
+    monkeypatch.setattr(
+        run, "prepare", lambda group, fresh, **kw: prepared.append((group, fresh, kw))
+    )
+    monkeypatch.setattr(
+        run,
+        "_mutmut",
+        lambda ws, *a, **kw: calls.append((ws.name, *a)) or type("R", (), {"returncode": 0}),
+    )
+    args = ["stages", "--part", "vlrl/stages/infer.py", "--tests", "tests/stages/test_infer_run.py"]
+    result = CliRunner().invoke(run.app, [*args, "--survivors", "--max-children", "1"])
+    assert result.exit_code == 0, result.output
+    part = {"part": ["vlrl/stages/infer.py"], "tests": ["tests/stages/test_infer_run.py"]}
+    assert prepared == [("stages", False, part)]
+    assert calls == [
+        ("stages--infer", "run", "--max-children", "1", "vlrl.stages.infer.x_run__mutmut_1"),
+        ("stages--infer", "run", "--max-children", "1", "vlrl.stages.infer.x_f__mutmut_2"),
+    ]
+    assert set(seen) == {"stages--infer"}
+
+
+def test_a_part_outside_its_group_is_refused(run) -> None:
+    import typer
+
+    with pytest.raises(typer.BadParameter) as err:
+        run.check_part("stages", ["vlrl/stages/infer.py", "vlrl/rewards/common.py"])
+    assert (
+        str(err.value)
+        == "--part ['vlrl/rewards/common.py'] not in group stages's ['vlrl/stages/*']"
+    )
+    run.check_part("stages", ["vlrl/stages/infer.py"])  # in the group: no error
 
 
 def test_every_module_is_in_a_group_or_says_why_not(run) -> None:

@@ -20,9 +20,11 @@ from vlrl.core.errors import DataError
 from vlrl.data.formats import ImageStore, Row, RowError
 from vlrl.data.formats.vlm_r1_rec import (
     ImageArchive,
+    _members,
     check_rows,
     convert_item,
     convert_rec_jsons,
+    read_member,
     solution_box,
 )
 
@@ -288,3 +290,25 @@ def test_a_record_the_schema_refuses_names_the_row(tmp_path, archive):
         f"{LABEL} row 4: data_source: Input should be a valid string",
         "7",
     )
+
+
+def test_an_archives_files_leave_out_folders_and_macos_resource_forks(tmp_path):
+    path = write_zip(
+        tmp_path / "a.zip",
+        {
+            "rec/": b"",
+            "rec/a.json": b"[]",
+            "__MACOSX/rec/a.json": b"fork",
+            "rec/._b.json": b"fork",
+            "x__MACOSX/c.json": b"[]",
+        },
+    )
+    with zipfile.ZipFile(path) as archive:
+        assert _members(archive) == ["rec/a.json", "x__MACOSX/c.json"]
+
+
+def test_a_member_name_found_in_two_folders_is_named_with_both(tmp_path):
+    path = write_zip(tmp_path / "a.zip", {"a/x.json": b"[]", "b/x.json": b"[]"})
+    with pytest.raises(DataError) as err:
+        read_member(path, "x.json")
+    assert str(err.value) == f"{path}: several members ['a/x.json', 'b/x.json'] named 'x.json'"
