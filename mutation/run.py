@@ -269,6 +269,7 @@ def prepare(
     mutmut's configuration; ``part`` (files of the group) and ``tests`` narrow what is mutated
     and what runs against it."""
     workspace = workspace_of(group, part)
+    selection = tests or TESTS[group]
     if fresh and workspace.exists():
         shutil.rmtree(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
@@ -307,7 +308,6 @@ def prepare(
     # mutmut puts mutants/ on sys.path: the plugin that empties caches between tests
     shutil.copy2(ROOT / "mutation" / "fresh_caches.py", mutants / "fresh_caches.py")
     only = [f"src/{glob}" for glob in part or TARGETS[group]]
-    selection = tests or TESTS[group]
     missing = [path for path in selection if not (ROOT / path).exists()]
     if missing:
         raise typer.BadParameter(f"mutation/run.py TESTS names missing test paths: {missing}")

@@ -183,3 +183,14 @@ def test_every_module_is_in_a_group_or_says_why_not(run) -> None:
     for name, why in run.NOT_MUTATED.items():
         assert (package / name).is_file() and name not in grouped, name
         assert len(why.split()) >= 4, name
+
+
+def test_a_parts_workspace_mutates_its_files_and_runs_its_tests(run, monkeypatch, tmp_path):
+    monkeypatch.setattr(run, "WORKSPACE", tmp_path)
+    part, tests = ["vlrl/reporting/blanked.py"], ["tests/reporting/test_blanked.py"]
+    workspace = run.prepare("report", fresh=True, part=part, tests=tests)
+    assert workspace == tmp_path / "report--blanked"
+    config = (workspace / "pyproject.toml").read_text()
+    assert 'only_mutate = ["src/vlrl/reporting/blanked.py"]\n' in config
+    assert 'pytest_add_cli_args_test_selection = ["tests/reporting/test_blanked.py"]\n' in config
+    assert (workspace / "src" / "vlrl" / "reporting" / "blanked.py").is_file()
