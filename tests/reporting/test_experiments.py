@@ -178,3 +178,70 @@ def test_cells_head_the_columns_and_dash_a_shared_checkpoint() -> None:
         "parent",
         "child − parent (pts)",
     ]
+
+
+OTHER_DATA = "tiny_shapes_other_data"
+
+
+@pytest.fixture
+def other_data(project):
+    """A child of tiny_shapes drawing its own shapes (another seed): its shapes_test items are
+    not its parent's."""
+    (project / "config" / "experiments" / f"{OTHER_DATA}.yaml").write_text(
+        "extends: tiny_shapes\ndata: {shapes: {n_test: 30}}\n"
+    )
+    child, parent = load_experiment(OTHER_DATA), load_experiment(PARENT)
+    assert not same_data(OTHER_DATA, PARENT)
+    keep = {"benchmarks": ["shapes_test"]}
+    return child.model_copy(update=keep), parent.model_copy(update=keep)
+
+
+def test_a_child_with_its_own_data_pairs_nothing_of_its_data_splits(other_data) -> None:
+    child, parent = other_data
+    assert parent_pairs(OTHER_DATA, child, parent) == []
+
+
+def test_experiments_whose_data_differ_have_nothing_to_compare_said_whole(other_data) -> None:
+    child, parent = other_data
+    with pytest.raises(StageError) as error:
+        compare_rows(OTHER_DATA, PARENT, child, parent, SCORE, seed=0)
+    assert str(error.value) == (
+        f"{OTHER_DATA} and {PARENT} evaluate no checkpoint on the same items of a common "
+        "benchmark (a benchmark split from each one's data counts only when they share the "
+        f"data; {OTHER_DATA}: ['shapes_test'] × ['base', 'sft', 'grpo']; {PARENT}: "
+        "['shapes_test'] × ['base', 'sft', 'grpo']): nothing to compare"
+    )
+
+
+def test_each_pair_is_compared_from_both_files_with_the_seed(configs, monkeypatch) -> None:
+    child, parent = configs
+    for exp in (PARENT, CHILD):
+        write_scores(exp, "grpo", [0, 1, 1])
+    write_scores(PARENT, "base", [0, 1])
+    write_scores(PARENT, "sft", [0, 1])
+    calls = []
+
+    def paired(a, b, score, seed):
+        calls.append((a[0].as_posix(), a[1].n, b[0].as_posix(), b[1].n, score, seed))
+        return {"n": 3, "diff": 0.0, "ci_low": 0.0, "ci_high": 0.0}
+
+    monkeypatch.setattr("vlrl.reporting.experiments.paired", paired)
+    rows = compare_rows(CHILD, PARENT, child, parent, SCORE, seed=7)
+    files = ("results/tiny_shapes_grpo_lr/scores/grpo/shapes_test.json",
+             "results/tiny_shapes/scores/grpo/shapes_test.json")  # fmt: skip
+    assert calls == [(files[0], 3, files[1], 3, SCORE, 7)]
+    assert (rows[2]["file_a"], rows[2]["file_b"]) == files
+
+
+@pytest.mark.parametrize("broken", [CHILD, PARENT])
+def test_a_malformed_scores_file_is_named_as_the_comparisons(configs, broken) -> None:
+    child, parent = configs
+    for exp in (PARENT, CHILD):
+        write_scores(exp, "grpo", [0, 1])
+    write_scores(PARENT, "base", [0, 1])
+    write_scores(PARENT, "sft", [0, 1])
+    path = sharing.scores_file(broken, "grpo", "shapes_test")
+    path.write_text("{")
+    with pytest.raises(StageError) as error:
+        compare_rows(CHILD, PARENT, child, parent, SCORE, seed=0)
+    assert str(error.value).startswith(f"compare: {path} is not a valid scores file: ")

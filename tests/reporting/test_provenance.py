@@ -283,3 +283,48 @@ def test_collect_names_the_experiment_its_files_and_the_commit(project):
     assert found["model"]["name"] == cfg.base_model and found["data"] == []
     assert found["judges"] == [] and found["code"]["files"] == ["f.py"]
     assert found["commit"] == provenance.COMMIT
+
+
+def test_a_settings_model_is_shown_as_json_values():
+    class Settings(BaseModel):
+        path: Path
+        pair: tuple[int, int]
+
+    plain = provenance._plain([Settings(path=Path("a/b"), pair=(1, 2))])
+    assert plain == [{"path": "a/b", "pair": [1, 2]}]
+    assert type(plain[0]["path"]) is str and type(plain[0]["pair"]) is list
+
+
+def test_a_missing_pins_file_is_one_whole_warning(tmp_path, caplog):
+    with caplog.at_level("WARNING", logger="vlrl.reporting.provenance"):
+        provenance.pins(tmp_path / "none.txt")
+    assert caplog.messages == [
+        f"report: {tmp_path / 'none.txt'} does not exist: its pins are shown as unknown"
+    ]
+
+
+def test_a_pin_mismatch_is_one_whole_warning(tmp_path, caplog, monkeypatch):
+    scipy = importlib.metadata.version("scipy")
+    monkeypatch.setattr(provenance, "LIBRARIES", ("scipy",))
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "main.txt").write_text("scipy==0.0.1\n")
+    (tmp_path / "envs" / "sft.txt").write_text("torch==1.0\n")
+    with caplog.at_level("WARNING", logger="vlrl.reporting.provenance"):
+        provenance.libraries(tmp_path)
+    assert caplog.messages == [f"report: scipy {scipy} is installed, envs/main.txt pins 0.0.1"]
+
+
+def test_the_judges_and_code_of_a_run_with_sft_name_its_grpo_model_sft_grpo(project):
+    cfg = load_experiment("tiny_shapes")
+    assert cfg.sft.enabled
+    _resolve(cfg.base_model, [])
+    (project / "f.py").write_text("x")
+    scores = Scores(experiment="e", checkpoint="grpo", benchmark="b", protocol="p", n=0,
+                    accuracy=0, ci_low=0, ci_high=0, per_task={}, headline="accuracy",
+                    metrics={}, confidence=0.95, generation_failures=0, judge=None,
+                    items=[])  # fmt: skip
+    ev = Evaluation("shapes_test", load_benchmark("shapes_test"), {"grpo": scores})
+    found = provenance.collect("tiny_shapes", cfg, ("seed",), [ev], ["f.py"], project)
+    assert [j["model"] for j in found["judges"]] == ["SFT+GRPO"]
+    assert provenance.judges([ev], sft_enabled=True)[0]["model"] == "SFT+GRPO"
+    assert found["code"]["stage"] == "report"
