@@ -329,3 +329,24 @@ def test_metrics_tree_keeps_values_and_drops_intervals_of_metrics_and_absent_tas
         },
         "c": {"sft": {"accuracy": 0.5, "ci_low": 0.4, "ci_high": 0.6, "t": 0.5, "f": 0.25}},
     }
+
+
+def test_comparison_rows_hand_the_experiments_seed_to_the_paired_comparison(project, monkeypatch):
+    ev = Evaluation("shapes_test", load_benchmark("shapes_test"), {"base": None, "sft": None})
+    calls = []
+
+    def paired(a, b, score, seed):
+        calls.append((a[0].as_posix(), b[0].as_posix(), score, seed))
+        return {"diff": 0.0}
+
+    monkeypatch.setattr(frames, "paired", paired)
+    monkeypatch.setattr(Evaluation, "judged", lambda self, checkpoint: None)
+    frames.comparison_rows(EXP, [ev], SCORE, seed=7, sft_enabled=True)
+    assert calls == [
+        (
+            f"results/{EXP}/scores/sft/shapes_test.json",
+            f"results/{EXP}/scores/base/shapes_test.json",
+            SCORE,
+            7,
+        )
+    ]
