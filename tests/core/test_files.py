@@ -63,3 +63,84 @@ def test_jsonl_keeps_unicode_as_written_and_skips_blank_lines(tmp_path: Path) ->
     assert path.read_text(encoding="utf-8") == '{"q": "Größe × 2 — 三角形"}\n{"q": "b"}\n'
     path.write_text('{"a": 1}\n\n   \n{"a": 2}\n', encoding="utf-8")
     assert read_jsonl(path) == [{"a": 1}, {"a": 2}]
+
+
+def test_a_file_is_hashed_whole_across_its_read_blocks(tmp_path: Path) -> None:
+    import hashlib
+
+    from vlrl.core.files import sha256_file
+
+    data = bytes(range(256)) * (3 * 4096 + 1)  # 3 MiB + 256 bytes: four 1 MiB reads
+    (tmp_path / "big").write_bytes(data)
+    (tmp_path / "empty").write_bytes(b"")
+    assert sha256_file(tmp_path / "big") == hashlib.sha256(data).hexdigest()
+    assert sha256_file(str(tmp_path / "empty")) == hashlib.sha256(b"").hexdigest()
+
+
+def test_the_dataset_manifest_lists_the_source_then_each_file_in_order(tmp_path: Path) -> None:
+    import hashlib
+    import json
+
+    from vlrl.core.files import DATASET_MANIFEST, write_dataset_manifest
+
+    (tmp_path / "b.txt").write_bytes(b"12345")
+    (tmp_path / "a.txt").write_bytes(b"")
+    source = {"repo_id": "x/y", "revision": "abc"}
+    manifest = write_dataset_manifest(str(tmp_path), ["b.txt", "a.txt"], source)
+    expected = {
+        "repo_id": "x/y",
+        "revision": "abc",
+        "files": {
+            "b.txt": {"size": 5, "sha256": hashlib.sha256(b"12345").hexdigest()},
+            "a.txt": {"size": 0, "sha256": hashlib.sha256(b"").hexdigest()},
+        },
+    }
+    assert manifest == expected and list(manifest["files"]) == ["b.txt", "a.txt"]
+    assert (tmp_path / DATASET_MANIFEST).read_text() == json.dumps(expected, indent=2) + "\n"
+
+
+def test_json_is_written_indented_in_the_given_key_order(tmp_path: Path) -> None:
+    from vlrl.core.files import write_json
+
+    write_json(str(tmp_path / "d" / "x.json"), {"b": 1, "a": [1, "é"]})
+    assert (tmp_path / "d" / "x.json").read_text() == (
+        '{\n  "b": 1,\n  "a": [\n    1,\n    "\\u00e9"\n  ]\n}\n'
+    )
+
+
+def test_published_outputs_get_ordinary_permissions_under_the_umask(tmp_path: Path) -> None:
+    import os
+
+    old = os.umask(0o027)
+    try:
+        with atomic_dir(tmp_path / "d") as tmp:
+            (tmp / "f").write_text("1")
+        with atomic_file(tmp_path / "f.txt") as fh:
+            fh.write("1")
+        assert os.umask(0o027) == 0o027, "the umask is left as it was"
+    finally:
+        os.umask(old)
+    assert (tmp_path / "d").stat().st_mode & 0o777 == 0o750
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o640
+
+
+def test_a_stale_temporary_file_is_cleared(tmp_path: Path) -> None:
+    (tmp_path / f"out.txt{TMP_MARK}abc").write_text("half")
+    with atomic_file(tmp_path / "out.txt") as fh:
+        fh.write("whole")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_a_stale_entry_that_cannot_be_removed_or_is_gone_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a link to a folder: rmtree refuses links; another process's temporary, gone meanwhile
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / f"out{TMP_MARK}link").symlink_to(tmp_path / "elsewhere")
+    with atomic_dir(tmp_path / "out") as tmp:
+        (tmp / "v.txt").write_text("1")
+    gone = tmp_path / f"x.txt{TMP_MARK}gone"
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter([gone]))
+    with atomic_file(tmp_path / "x.txt") as fh:
+        fh.write("1")
+    assert (tmp_path / "x.txt").read_text() == "1"
