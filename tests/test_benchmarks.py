@@ -186,3 +186,106 @@ def test_the_protocol_is_the_experiments_choice_else_the_benchmarks_default(proj
         f"score.protocol.{bench}: 'no_such' is not a protocol benchmark {bench} supports "
         f"({paths.benchmark_file(bench)}: protocols {cfg.protocols})"
     )
+
+
+def test_an_unknown_benchmark_is_named_with_where_the_known_ones_are(project: Path) -> None:
+    folder = project / "config" / "benchmarks"
+    known = len(list(folder.glob("*.yaml")))
+    with pytest.raises(ConfigError) as info:
+        load_benchmark("no_such")
+    assert str(info.value) == (
+        f"{folder}/no_such.yaml: no such benchmark 'no_such'; {known} known, in {folder}/"
+    )
+
+
+def test_a_blank_images_benchmark_of_an_unknown_one_says_where_they_are(project: Path) -> None:
+    folder = project / "config" / "benchmarks"
+    write_benchmark(project, "b", blank_images_of="zzz")
+    known = len(list(folder.glob("*.yaml")))
+    with pytest.raises(ConfigError) as info:
+        load_benchmark("b")
+    assert str(info.value) == (
+        f"{folder}/b.yaml: blank_images_of: 'zzz' has no file {folder}/zzz.yaml; "
+        f"{known} known, in {folder}/"
+    )
+
+
+def test_an_invalid_twin_is_named_by_its_own_file(project: Path) -> None:
+    """A blank_images_of benchmark of an invalid one fails as the invalid one does."""
+    folder = project / "config" / "benchmarks"
+    write_benchmark(project, "seeing", max_items=0)
+    write_benchmark(project, "blank", blank_images_of="seeing")
+    for name in ("seeing", "blank"):
+        with pytest.raises(ConfigError) as info:
+            load_benchmark(name)
+        assert str(info.value) == (
+            f"{folder}/seeing.yaml: max_items: Input should be greater than or equal to 1 (got 0)"
+        )
+
+
+def test_a_split_is_read_from_the_data_of_the_experiment_that_makes_it(
+    project: Path, shapes_data: Path
+) -> None:
+    """tiny_shapes_grpo_lr shares tiny_shapes' data; tiny_shapes_satori makes its own."""
+    from vlrl.benchmarks import items_file
+
+    cfg = load_benchmark("shapes_test")
+    assert items_file("tiny_shapes_grpo_lr", cfg) == Path("results/tiny_shapes/data/test.jsonl")
+    assert items_file("tiny_shapes_satori", cfg) == Path(
+        "results/tiny_shapes_satori/data/test.jsonl"
+    )
+    write_benchmark(project, "val", split="val")
+    assert items_file("tiny_shapes_satori", load_benchmark("val")) == Path(
+        "results/tiny_shapes_satori/data/val.jsonl"
+    )
+
+
+def test_a_split_before_the_data_stage_says_to_run_it(project: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_items("tiny_shapes_grpo_lr", "shapes_test")
+    assert str(info.value) == (
+        "benchmark shapes_test: results/tiny_shapes/data/test.jsonl does not exist; "
+        "run the data stage first"
+    )
+
+
+def test_a_split_reads_the_records_of_the_experiments_data(
+    project: Path, shapes_data: Path
+) -> None:
+    shutil.copytree(shapes_data, project / paths.data_dir("tiny_shapes"))
+    write_benchmark(project, "val", split="val")
+
+    items, base = load_items("tiny_shapes_grpo_lr", "val")
+
+    assert [r.id for r in items] == [f"shapes-val-{i:05d}" for i in range(5)]
+    assert base == Path("results/tiny_shapes/data")
+    assert all((base / image).is_file() for item in items for image in item.images)
+
+
+def test_a_bad_row_of_a_records_file_is_listed_under_the_benchmark_and_file(
+    project: Path, shapes_data: Path
+) -> None:
+    data = project / paths.dataset_resource("bad")
+    shutil.copytree(shapes_data, data)
+    rows = [json.loads(line) for line in (data / "test.jsonl").read_text().splitlines()]
+    rows[1]["answer"] = ""
+    (data / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_benchmark(project, "c", loader="records", dataset="bad", file="test.jsonl")
+
+    with pytest.raises(DataError) as info:
+        load_items("tiny_shapes", "c")
+
+    assert str(info.value) == (
+        "benchmark c: resources/datasets/bad/test.jsonl: 1 of 20 rows are invalid:\n"
+        "  resources/datasets/bad/test.jsonl:2: id shapes-test-00001: answer is empty"
+    )
+
+
+def test_a_records_file_not_downloaded_names_the_benchmark_file(project: Path) -> None:
+    write_benchmark(project, "b", loader="records", dataset="absent", file="t.jsonl")
+    with pytest.raises(ConfigError) as info:
+        load_items("tiny_shapes", "b")
+    assert str(info.value) == (
+        "benchmark b: resources/datasets/absent/t.jsonl does not exist; run `vlrl download "
+        f"absent` first, or check file: in {project}/config/benchmarks/b.yaml"
+    )

@@ -151,6 +151,16 @@ def test_the_gains_where_the_prior_fails_get_a_sentence_of_their_own() -> None:
     assert len(blind_lines([{**ROW, "where_prior_fails": []}], 0.95)) == 1
 
 
+def test_a_single_gain_where_the_prior_fails_names_its_own_item_count() -> None:
+    gain = {"comparison": "SFT − base", "n": 40, "diff": 0.1, "ci_low": 0.0, "ci_high": 0.2,
+            "p_mcnemar": 0.04}  # fmt: skip
+    lines = blind_lines([{**ROW, "where_prior_fails": [gain]}], 0.95)
+    assert lines[1] == (
+        "On the 40 items of shapes_test where that answer is wrong (the question alone does "
+        "not give it): SFT − base +10.0 points [+0.0, +20.0] (McNemar p = 0.040)."
+    )
+
+
 # --------------------------------------------------------------------------------- prior_scores
 EXP, BENCH = "tiny_shapes", "shapes_test"
 TRAIN = Path("results/tiny_shapes/data/train.jsonl")
