@@ -349,3 +349,146 @@ def test_the_snapshot_is_asked_for_the_patterns_and_logged(
     assert caplog.messages == [
         f"fetching dataset {REPO}@{COMMIT} (cache {tmp_path / 'cache'}, offline=False)"
     ]
+
+
+# whole messages and copying, with huggingface_hub's snapshot_download stubbed -----------------
+@pytest.mark.parametrize(
+    ("revision", "reason"),
+    [
+        ("abcdef1", "is not a full lower-case 40-character commit sha"),
+        ("ABCDEF1", "is not a full lower-case 40-character commit sha"),
+        ("main", "looks like a branch name, which moves over time"),
+    ],
+)
+def test_check_revision_says_why_and_what_to_pin_instead(revision: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        check_revision(revision)
+    assert str(info.value) == (
+        f"revision '{revision}' {reason}; pin a full 40-character commit sha "
+        "(or a version tag such as v1.0)"
+    )
+
+
+@pytest.fixture
+def stub_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """snapshot_download replaced: it raises ``stub_hub["raise"]`` if set, else returns a
+    snapshot folder in tmp_path; online unless a test sets HF_HUB_OFFLINE."""
+    import huggingface_hub
+
+    snapshot = tmp_path / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    state: dict = {"snapshot": snapshot, "raise": None, "asked": {}}
+
+    def snapshot_download(**kwargs):
+        state["asked"] = kwargs
+        if state["raise"] is not None:
+            raise state["raise"]
+        return str(snapshot)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    return state
+
+
+def test_without_cache_dir_huggingface_hubs_cache_is_asked(
+    stub_hub: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    from vlrl.hub import download_snapshot
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "default"))
+    (stub_hub["snapshot"] / "a.txt").write_text("a")
+    assert download_snapshot(REPO, COMMIT, tmp_path / "out") == (COMMIT, ["a.txt"])
+    assert stub_hub["asked"]["cache_dir"] == tmp_path / "default"
+
+
+def test_missing_offline_message_is_whole(
+    stub_hub: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from vlrl.hub import download_snapshot
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    stub_hub["raise"] = LocalEntryNotFoundError("not cached")
+    cache = tmp_path / "cache"
+    with pytest.raises(StageError) as info:
+        download_snapshot(REPO, COMMIT, tmp_path / "out", cache_dir=cache)
+    assert str(info.value) == (
+        f"cannot get model '{REPO}' at revision '{COMMIT}': it is not in the huggingface_hub "
+        f"cache {cache.resolve()} and HF_HUB_OFFLINE is set. Fetch it once where the network "
+        f"is: `hf download {REPO} --repo-type model --revision {COMMIT}` "
+        "(or point HF_HUB_CACHE / HF_HOME at a cache that holds it)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("offline", "error", "source", "shown"),
+    [
+        (False, "LocalEntryNotFoundError", "the hub, cache", "LocalEntryNotFoundError: gone"),
+        (False, "OSError", "the hub, cache", "OSError: first line"),
+        (True, "OSError", "the offline cache", "OSError: first line"),
+        (False, "ValueError", "the hub, cache", "ValueError: "),
+    ],
+)
+def test_other_errors_name_the_source_the_cache_and_the_first_line(
+    stub_hub: dict,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    offline: bool,
+    error: str,
+    source: str,
+    shown: str,
+) -> None:
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from vlrl.hub import download_snapshot
+
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    stub_hub["raise"] = {
+        "LocalEntryNotFoundError": LocalEntryNotFoundError("gone"),
+        "OSError": OSError("  first line\nsecond line\n"),
+        "ValueError": ValueError("  \n "),
+    }[error]
+    cache = tmp_path / "cache"
+    with pytest.raises(StageError) as info:
+        download_snapshot(REPO, COMMIT, tmp_path / "out", cache_dir=cache)
+    assert str(info.value) == (
+        f"cannot get model '{REPO}' at revision '{COMMIT}' ({source} {cache.resolve()}): {shown}"
+    )
+    assert info.value.__cause__ is stub_hub["raise"]
+
+
+def test_the_snapshot_is_copied_into_new_folders_without_its_cache(
+    stub_hub: dict, tmp_path: Path
+) -> None:
+    from vlrl.hub import download_snapshot
+
+    snapshot = stub_hub["snapshot"]
+    (snapshot / "a" / "b").mkdir(parents=True)
+    (snapshot / "a" / "b" / "c.txt").write_text("c")
+    (snapshot / "top.txt").write_text("top")
+    (snapshot / ".cache" / "huggingface").mkdir(parents=True)
+    (snapshot / ".cache" / "huggingface" / "x.lock").write_text("")
+    out = tmp_path / "not" / "yet" / "out"
+    assert download_snapshot(REPO, COMMIT, out) == (COMMIT, ["a/b/c.txt", "top.txt"])
+    copied = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert copied == ["a/b/c.txt", "top.txt"]
+    assert (out / "a" / "b" / "c.txt").read_text() == "c"
+    # again, into the folders that now exist
+    assert download_snapshot(REPO, COMMIT, out) == (COMMIT, ["a/b/c.txt", "top.txt"])
+    assert (out / "top.txt").read_text() == "top"
+
+
+def test_nested_folders_are_made_in_an_existing_out_dir(stub_hub: dict, tmp_path: Path) -> None:
+    from vlrl.hub import download_snapshot
+
+    (stub_hub["snapshot"] / "a" / "b").mkdir(parents=True)
+    (stub_hub["snapshot"] / "a" / "b" / "c.txt").write_text("c")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert download_snapshot(REPO, COMMIT, out) == (COMMIT, ["a/b/c.txt"])
+    assert (out / "a" / "b" / "c.txt").read_text() == "c"
