@@ -90,3 +90,15 @@ def test_the_root_is_vlrl_root_else_the_nearest_folder_with_both_markers(
     assert paths.find_root(lone) is None and paths.root() == lone.resolve()
     monkeypatch.setenv("VLRL_ROOT", str(project / "sub"))
     assert paths.root() == (project / "sub").resolve()
+
+
+def test_the_user_cache_is_under_xdg_cache_home_else_the_homes_cache(monkeypatch, tmp_path):
+    from vlrl.core import paths
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert paths.user_cache() == tmp_path / "xdg" / "vlrl"
+    monkeypatch.setenv("XDG_CACHE_HOME", "")  # set but empty: the home's, as the XDG spec says
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert paths.user_cache() == tmp_path / "home" / ".cache" / "vlrl"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert paths.user_cache() == tmp_path / "home" / ".cache" / "vlrl"

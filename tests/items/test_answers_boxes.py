@@ -49,3 +49,10 @@ def test_accuracy_of_an_empty_free_form_answer_and_of_a_type_without_a_rule() ->
     assert answer_accuracy("<answer>Blue.</answer>", "blue", "free_form") == 1.0
     with pytest.raises(ValueError, match=r"^no accuracy rule for problem_type 'detection'$"):
         answer_accuracy("<answer>x</answer>", "x", "detection")
+
+
+def test_a_box_is_written_as_rounded_integers_the_way_targets_write_it():
+    from vlrl.items.answers import dumps_box
+
+    assert dumps_box([1.0, 2.4, 30.6, 40.5]) == "[1, 2, 31, 40]"  # round half to even
+    assert dumps_box([]) == "[]"
