@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tomllib
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -420,6 +421,22 @@ def _row(module: str, c: Counter) -> str:
     )
 
 
+def _last(workspace: Path, keep: Callable[[str], bool], only: list[str] | None) -> list[str]:
+    """The last run's mutants whose status ``keep`` accepts, within the ``only`` patterns."""
+    return [
+        name
+        for name, status in statuses(workspace).items()
+        if keep(status) and (not only or any(fnmatch.fnmatch(name, p) for p in only))
+    ]
+
+
+def _judge(workspace: Path, max_children: int, names: list[str]) -> None:
+    """Run mutmut on ``names`` (all of the workspace's mutants when empty)."""
+    run = _mutmut(workspace, "run", "--max-children", str(max_children), *names)
+    if run.returncode:
+        raise typer.Exit(run.returncode)
+
+
 @app.command()
 def main(
     groups: Annotated[
@@ -472,31 +489,21 @@ def main(
             check_part(group, part)
         workspace = workspace_of(group, part)
         if not report_only:
-            again: list[str] = list(only or [])
-            if survivors:
-                last = statuses(workspace)
-                again = [n for n, status in last.items() if status not in CAUGHT]
-                if only:
-                    again = [n for n in again if any(fnmatch.fnmatch(n, p) for p in only)]
+            again = (
+                _last(workspace, lambda status: status not in CAUGHT, only)
+                if survivors
+                else list(only or [])
+            )
             if survivors and not again:
                 print(f"{group}: no mutant left to test again")
             else:
                 prepare(group, fresh=fresh and not survivors, part=part, tests=tests)
-                run = _mutmut(workspace, "run", "--max-children", str(max_children), *again)
-                if run.returncode:
-                    raise typer.Exit(run.returncode)
-                if survivors:
-                    # mutmut forgets the results of the mutants whose tests changed (a test
-                    # added reaches their function): those are judged again too
-                    unjudged = [n for n, s in statuses(workspace).items() if s == "not checked"]
-                    if only:
-                        unjudged = [n for n in unjudged if any(fnmatch.fnmatch(n, p) for p in only)]
-                    if unjudged:
-                        run = _mutmut(
-                            workspace, "run", "--max-children", str(max_children), *unjudged
-                        )
-                        if run.returncode:
-                            raise typer.Exit(run.returncode)
+                _judge(workspace, max_children, again)
+                # mutmut forgets the results of the mutants whose tests changed (a test added
+                # reaches their function): a survivors run judges those again too
+                unjudged = _last(workspace, lambda s: s == "not checked", only) if survivors else []
+                if unjudged:
+                    _judge(workspace, max_children, unjudged)
         if (workspace / "mutants").is_dir():
             results.update(statuses(workspace))
     report(results)

@@ -300,15 +300,21 @@ def test_each_checkpoint_row_holds_its_blanked_accuracy_and_what_the_image_adds(
     ] * 3  # fmt: skip
 
 
-def test_each_gain_is_paired_with_the_image_and_blanked_and_split_by_looking(
-    project, recorded
-) -> None:
-    seeing = {ck: tagged(f"seeing {ck}", [1]) for ck in ("base", "sft", "grpo")}
-    blank = {ck: tagged(f"blank {ck}", [0]) for ck in ("base", "sft", "grpo")}
-    evaluations = [
+def twins(*checkpoints: str) -> list:
+    """shapes_test (every item right) and its blanked twin (every item wrong), tagged by
+    checkpoint, for ``checkpoints`` in that order."""
+    seeing = {ck: tagged(f"seeing {ck}", [1]) for ck in checkpoints}
+    blank = {ck: tagged(f"blank {ck}", [0]) for ck in checkpoints}
+    return [
         evaluation("shapes_test", seeing),
         evaluation("shapes_test_blank", blank, blank_of="shapes_test"),
     ]
+
+
+def test_each_gain_is_paired_with_the_image_and_blanked_and_split_by_looking(
+    project, recorded
+) -> None:
+    evaluations = twins("base", "sft", "grpo")
     (row,) = blanked_rows(EXP, evaluations, RUN, 5, sft_enabled=True)
 
     def gain(comparison: str, a: str, b: str) -> dict:
@@ -337,12 +343,7 @@ def test_each_gain_is_paired_with_the_image_and_blanked_and_split_by_looking(
 def test_every_paired_comparison_gets_its_files_scores_settings_and_seed_in_order(
     project, recorded
 ) -> None:
-    seeing = {ck: tagged(f"seeing {ck}", [1]) for ck in ("base", "sft")}
-    blank = {ck: tagged(f"blank {ck}", [0]) for ck in ("base", "sft")}
-    evaluations = [
-        evaluation("shapes_test", seeing),
-        evaluation("shapes_test_blank", blank, blank_of="shapes_test"),
-    ]
+    evaluations = twins("base", "sft")
     blanked_rows(EXP, evaluations, RUN, 5, sft_enabled=True)
     assert recorded["paired"] == [
         # each checkpoint: with the image (a) against blanked (b)
@@ -359,12 +360,7 @@ def test_every_paired_comparison_gets_its_files_scores_settings_and_seed_in_orde
 
 
 def test_without_sft_the_checkpoints_and_gains_are_named_grpo(project, recorded) -> None:
-    seeing = {ck: tagged(f"seeing {ck}", [1]) for ck in ("base", "grpo")}
-    blank = {ck: tagged(f"blank {ck}", [0]) for ck in ("base", "grpo")}
-    evaluations = [
-        evaluation("shapes_test", seeing),
-        evaluation("shapes_test_blank", blank, blank_of="shapes_test"),
-    ]
+    evaluations = twins("base", "grpo")
     (row,) = blanked_rows(EXP, evaluations, RUN, 5, sft_enabled=False)
     assert [(c["checkpoint"], c["model"]) for c in row["checkpoints"]] == [
         ("base", "base"),
@@ -374,12 +370,7 @@ def test_without_sft_the_checkpoints_and_gains_are_named_grpo(project, recorded)
 
 
 def test_the_gains_follow_the_order_the_checkpoints_are_given_in(project, recorded) -> None:
-    seeing = {ck: tagged(f"seeing {ck}", [1]) for ck in ("grpo", "sft")}
-    blank = {ck: tagged(f"blank {ck}", [0]) for ck in ("grpo", "sft")}
-    evaluations = [
-        evaluation("shapes_test", seeing),
-        evaluation("shapes_test_blank", blank, blank_of="shapes_test"),
-    ]
+    evaluations = twins("grpo", "sft")
     (row,) = blanked_rows(EXP, evaluations, RUN, 5, sft_enabled=True)
     assert [g["comparison"] for g in row["gains"]] == ["SFT − SFT+GRPO"]
     assert [c["model"] for c in row["checkpoints"]] == ["SFT+GRPO", "SFT"]

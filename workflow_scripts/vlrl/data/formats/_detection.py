@@ -92,9 +92,10 @@ def category_names(data: Mapping[str, Any], file: str) -> dict[Any, str]:
     return names
 
 
-def image_rows(data: Mapping[str, Any], file: str) -> list[Row]:
-    """The rows of the file's ``images``, each an object (else an error naming it)."""
-    rows = [Row(f"{file} images", i, image) for i, image in enumerate(data["images"])]
+def object_rows(data: Mapping[str, Any], key: str, file: str) -> list[Row]:
+    """The rows of the file's list ``key`` (``images``, ``annotations``), each an object (else
+    an error naming it)."""
+    rows = [Row(f"{file} {key}", i, value) for i, value in enumerate(data[key])]
     for row in rows:
         if not isinstance(row.data, dict):
             raise row.error(f"is not an object: {row.data!r}")
@@ -106,10 +107,7 @@ def boxes_by_image(
 ) -> dict[Any, list[tuple[str, list[float]]]]:
     """Image id → its annotations as ``(category name, COCO xywh box)``, in the file's order."""
     found: dict[Any, list[tuple[str, list[float]]]] = {}
-    for index, annotation in enumerate(data["annotations"]):
-        row = Row(f"{file} annotations", index, annotation)
-        if not isinstance(annotation, dict):
-            raise row.error(f"is not an object: {annotation!r}")
+    for row in object_rows(data, "annotations", file):
         category = row.field("category_id")
         if category not in names:
             raise row.error(f"category_id {category!r} is not one of the file's categories")

@@ -37,8 +37,8 @@ from vlrl.data.formats._detection import (
     boxes_by_image,
     category_names,
     detection_record,
-    image_rows,
     load_json,
+    object_rows,
 )
 from vlrl.items.records import Record
 
@@ -76,7 +76,7 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
     names = category_names(data, file)
     labels = list(names.values())
     boxes = boxes_by_image(data, names, file)
-    rows = image_rows(data, file)
+    rows = object_rows(data, "images", file)
     kept = [row for row in rows if keep(boxes.get(row.field("id"), []))]
     if not kept:
         raise DataError(f"{annotations}: no image has boxes of at most {MAX_BOXES} per category")

@@ -42,8 +42,8 @@ from vlrl.data.formats._detection import (
     boxes_by_image,
     category_names,
     detection_record,
-    image_rows,
     load_json,
+    object_rows,
 )
 from vlrl.items.records import Record
 
@@ -82,7 +82,7 @@ def convert(source: Path, images: ImageStore) -> Iterator[tuple[str, Record]]:
         data = load_json(source / file)
         names = category_names(data, file)
         boxes = boxes_by_image(data, names, file)
-        rows = image_rows(data, file)
+        rows = object_rows(data, "images", file)
         pictures = Pictures(
             source / f"{task}.tar.gz", (row.text("file_name") for row in rows), images
         )
