@@ -118,7 +118,7 @@ smoke: setup
 ## (.venv-gpu-cpu): vLLM inference beside the hf backend, `vllm serve` as judge and reward
 ## model, GRPO with TRL's vLLM rollouts (colocate; server mode up to its NCCL weight sync),
 ## LLaMA-Factory and TRL under DeepSpeed ZeRO-2/3 with two ranks, killed and resumed, merged
-## (README: "The GPU path on a CPU"; about 13 min in a clean clone; both cores)
+## (README: "The GPU path on a CPU"; about 15 min in a clean clone, set-up apart; both cores)
 engines: setup setup-gpu-cpu
 	pytest -m engines --timeout 3600 -v tests/pipeline/test_engines_vllm.py tests/pipeline/test_engines_deepspeed.py
 
